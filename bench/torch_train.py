@@ -1,0 +1,185 @@
+#!/usr/bin/python3
+"""PyTorch reference benchmark for mwj's trainer on Fashion-MNIST.
+
+Trains the same Keras-style models as the C trainer (`cnn`, `cnn-pool`) and
+prints exactly one JSON line on stdout with the measured training throughput.
+Diagnostics (effective thread counts, final loss) go to stderr.
+
+Run it with Debian's interpreter, which has python3-torch (1.13, CPU):
+
+    /usr/bin/python3 bench/torch_train.py --model cnn --threads 1
+    GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296 \
+        /usr/bin/python3 bench/torch_train.py --model cnn-pool --threads 2
+
+One "step" = gather a batch from the preloaded tensor + forward + backward +
+optimizer step, the same work the C trainer does per step.
+"""
+import argparse
+import ctypes
+import gzip
+import json
+import os
+import sys
+import time
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--model", choices=["cnn", "cnn-pool"], default="cnn")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--steps", type=int, default=300, help="timed steps")
+    p.add_argument("--warmup", type=int, default=30, help="untimed steps")
+    p.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
+    p.add_argument("--momentum", type=float, default=0.0, help="SGD only")
+    p.add_argument("--data-dir", default="/usr/share/datasets/fashion-mnist")
+    p.add_argument("--label", default="")
+    a = p.parse_args()
+    if a.threads < 1 or a.batch_size < 1 or a.steps < 1 or a.warmup < 0:
+        p.error("--threads/--batch-size/--steps must be >= 1, --warmup >= 0")
+    return a
+
+
+def die(msg):
+    print(f"torch_train.py: error: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+ARGS = parse_args()
+# OpenBLAS (used by Debian's torch for dense layers, and by numpy) and libgomp
+# read these once, when the library is loaded: they must be set before the
+# imports below.
+os.environ["OPENBLAS_NUM_THREADS"] = str(ARGS.threads)
+os.environ["OMP_NUM_THREADS"] = str(ARGS.threads)
+
+try:
+    import numpy as np
+    import torch
+    from torch import nn
+except ImportError as e:
+    die(f"cannot import torch/numpy ({e}); run with /usr/bin/python3 "
+        "(Debian's python3-torch), not the pyenv python3")
+
+
+def set_openblas_threads(n):
+    """Set the thread count of the libopenblas already mapped in this process.
+
+    Returns the effective count reported by OpenBLAS, or None if not found."""
+    with open("/proc/self/maps") as f:
+        paths = {ln.split()[-1] for ln in f if "libopenblas" in ln}
+    for path in sorted(paths):
+        try:
+            lib = ctypes.CDLL(path)  # already loaded: just returns a handle
+            lib.openblas_set_num_threads(ctypes.c_int(n))
+            return lib.openblas_get_num_threads(), path
+        except (OSError, AttributeError):
+            continue
+    return None, None
+
+
+def read_idx(path, magic):
+    """Parse a gzipped IDX file (big-endian header) into a numpy array."""
+    if not os.path.isfile(path):
+        die(f"missing data file {path} (see --data-dir)")
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    m, ndim = int.from_bytes(raw[0:4], "big"), raw[3]
+    if m != magic:
+        die(f"{path}: bad IDX magic {m:#x}, expected {magic:#x}")
+    dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
+    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def load_train(data_dir):
+    x = read_idx(os.path.join(data_dir, "train-images-idx3-ubyte.gz"), 0x803)
+    y = read_idx(os.path.join(data_dir, "train-labels-idx1-ubyte.gz"), 0x801)
+    if len(x) != len(y):
+        die(f"image/label count mismatch: {len(x)} vs {len(y)}")
+    xs = torch.from_numpy(x.astype(np.float32) / 255.0).unsqueeze(1)  # N,1,28,28
+    ys = torch.from_numpy(y.astype(np.int64))
+    return xs.contiguous(), ys
+
+
+def build_model(name):
+    if name == "cnn":
+        m = nn.Sequential(
+            nn.Conv2d(1, 32, 3), nn.ReLU(), nn.Flatten(),
+            nn.Linear(26 * 26 * 32, 128), nn.ReLU(), nn.Linear(128, 10))
+    else:  # cnn-pool
+        m = nn.Sequential(
+            nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+            nn.Linear(13 * 13 * 32, 64), nn.ReLU(), nn.Linear(64, 10))
+    for layer in m:  # Keras defaults: Glorot-uniform kernels, zero biases
+        if isinstance(layer, (nn.Conv2d, nn.Linear)):
+            nn.init.xavier_uniform_(layer.weight)
+            nn.init.zeros_(layer.bias)
+    return m
+
+
+def batches(n, bs, seed):
+    """Endless stream of index batches: a fresh shuffle per epoch, fixed seed.
+    The incomplete tail batch of each epoch is dropped."""
+    g = torch.Generator().manual_seed(seed)
+    while True:
+        perm = torch.randperm(n, generator=g)
+        for i in range(0, n - bs + 1, bs):
+            yield perm[i:i + bs]
+
+
+def main():
+    a = ARGS
+    torch.set_num_threads(a.threads)
+    blas_n, blas_path = set_openblas_threads(a.threads)
+    print(f"threads: torch={torch.get_num_threads()} "
+          f"openblas={blas_n} ({blas_path or 'libopenblas not loaded'}) "
+          f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')} "
+          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}",
+          file=sys.stderr)
+    if torch.get_num_threads() != a.threads or blas_n not in (None, a.threads):
+        print("warning: requested thread count did not take effect",
+              file=sys.stderr)
+
+    xs, ys = load_train(a.data_dir)
+    if a.batch_size > len(xs):
+        die(f"--batch-size {a.batch_size} exceeds dataset size {len(xs)}")
+    torch.manual_seed(0)
+    model = build_model(a.model)
+    model.train()
+    if a.optimizer == "sgd":
+        opt = torch.optim.SGD(model.parameters(), lr=0.001, momentum=a.momentum)
+    else:
+        opt = torch.optim.Adam(model.parameters(), lr=0.001)
+    loss_fn = nn.CrossEntropyLoss()  # logits in, mean over the batch
+    stream = batches(len(xs), a.batch_size, seed=1234)
+
+    def step():
+        idx = next(stream)
+        xb, yb = xs[idx], ys[idx]  # gather, as the C trainer does
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(xb), yb)
+        loss.backward()
+        opt.step()
+        return loss
+
+    for _ in range(a.warmup):
+        step()
+    t0 = time.perf_counter()
+    for _ in range(a.steps):
+        loss = step()
+    dt = time.perf_counter() - t0
+    print(f"final loss {loss.item():.4f}, {dt:.3f}s for {a.steps} steps",
+          file=sys.stderr)
+
+    print(json.dumps({
+        "bench": "train", "impl": "pytorch", "torch": torch.__version__,
+        "model": a.model, "batch": a.batch_size, "threads": a.threads,
+        "optimizer": a.optimizer, "steps": a.steps,
+        "samples_per_s": round(a.steps * a.batch_size / dt, 1),
+        "ms_per_step": round(dt * 1000.0 / a.steps, 3),
+        "glibc_tunables": os.environ.get("GLIBC_TUNABLES", ""),
+        "label": a.label,
+    }, separators=(",", ":")))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,19 @@
+/* parse.h - checked number parsing for flags, environment and config.
+ *
+ * Every function takes the whole string: leading/trailing garbage, an empty
+ * string, overflow and values outside [min, max] are errors. On error it
+ * returns -1, leaves *out untouched and writes a message into err (ERR_LEN)
+ * such as "'12x' is not a whole number" or "'0' is out of range [1, 4096]".
+ */
+#ifndef MWJ_PARSE_H
+#define MWJ_PARSE_H
+
+#include <stdint.h>
+
+int parse_i64(const char *s, int64_t min, int64_t max, int64_t *out, char *err);
+int parse_int(const char *s, int min, int max, int *out, char *err);
+int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out, char *err);
+/* Finite doubles only: "nan" and "inf" are rejected. */
+int parse_double(const char *s, double min, double max, double *out, char *err);
+
+#endif

@@ -1,0 +1,354 @@
+/* cli.c - option tables, parsing and validation for mwj-worker. */
+#include "cli.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "model.h"
+#include "parse.h"
+
+#define VERSION "0.1.0"
+
+enum flag_id {
+	F_MODEL = 256,
+	F_EPOCHS,
+	F_STEPS,
+	F_BATCH,
+	F_LR,
+	F_OPTIMIZER,
+	F_MOMENTUM,
+	F_SEED,
+	F_DATA_DIR,
+	F_VAL_STEPS,
+	F_MODEL_DIR,
+	F_THREADS,
+	F_LOG_FORMAT,
+	F_LOG_LEVEL,
+	F_LOG_EVERY,
+	F_HELP,
+};
+
+struct flag {
+	const char *name;
+	enum flag_id id;
+	const char *meta; /* NULL: takes no value */
+	const char *help; /* ends with the default, if any */
+};
+
+static const struct flag TRAIN_FLAGS[] = {
+    {"model", F_MODEL, "NAME", "model to train: cnn or cnn-pool (default: cnn)"},
+    {"epochs", F_EPOCHS, "N", "epochs to train (default: 1)"},
+    {"steps-per-epoch", F_STEPS, "N", "steps per epoch (default: one pass over the data)"},
+    {"batch-size", F_BATCH, "N", "examples per step on this worker (default: 64)"},
+    {"learning-rate", F_LR, "X", "learning rate (default: 0.001)"},
+    {"optimizer", F_OPTIMIZER, "NAME", "sgd or adam (default: sgd)"},
+    {"momentum", F_MOMENTUM, "X", "SGD momentum in [0, 1) (default: 0)"},
+    {"seed", F_SEED, "N", "seed of the initial weights and the data order (default: 42)"},
+    {"data-dir", F_DATA_DIR, "DIR",
+     "folder of IDX files (default: $MWJ_DATA_DIR or " CLI_DEFAULT_DATA_DIR ")"},
+    {"validation-steps", F_VAL_STEPS, "N|all",
+     "test batches to evaluate after each epoch (default: 0, none)"},
+    {"model-dir", F_MODEL_DIR, "DIR",
+     "where to write model.mwj at the end (default: $MWJ_MODEL_DIR, or not saved)"},
+    {"threads", F_THREADS, "N", "compute threads (default: the CPUs available)"},
+    {"log-format", F_LOG_FORMAT, "FMT",
+     "text or json, for logs and progress (default: $MWJ_LOG_FORMAT or text)"},
+    {"log-level", F_LOG_LEVEL, "LEVEL",
+     "debug, info, warn or error (default: $MWJ_LOG_LEVEL or info)"},
+    {"log-every", F_LOG_EVERY, "N",
+     "also print progress every N steps when not on a terminal (default: 0, per epoch only)"},
+    {"help", F_HELP, NULL, "print this help and exit"},
+};
+
+static const struct flag EVAL_FLAGS[] = {
+    {"model-dir", F_MODEL_DIR, "DIR", "folder holding model.mwj (default: $MWJ_MODEL_DIR)"},
+    {"data-dir", F_DATA_DIR, "DIR",
+     "folder of IDX files; the t10k split is used (default: $MWJ_DATA_DIR or " CLI_DEFAULT_DATA_DIR
+     ")"},
+    {"batch-size", F_BATCH, "N", "examples per batch (default: 64)"},
+    {"threads", F_THREADS, "N", "compute threads (default: the CPUs available)"},
+    {"log-format", F_LOG_FORMAT, "FMT", "text or json (default: $MWJ_LOG_FORMAT or text)"},
+    {"log-level", F_LOG_LEVEL, "LEVEL", "debug, info, warn or error (default: info)"},
+    {"help", F_HELP, NULL, "print this help and exit"},
+};
+
+#define NFLAGS(t) (sizeof(t) / sizeof((t)[0]))
+
+static void print_usage(FILE *out)
+{
+	fprintf(out, "usage: mwj-worker <command> [flags]\n\n"
+		     "Commands:\n"
+		     "  train      train a model, like Keras Model.fit\n"
+		     "  evaluate   load a trained model and report test loss and accuracy\n\n"
+		     "Run 'mwj-worker <command> --help' for the flags of a command.\n");
+}
+
+static void print_help(FILE *out, const char *cmd, const struct flag *flags, size_t n)
+{
+	fprintf(out, "usage: mwj-worker %s [flags]\n\nFlags:\n", cmd);
+	for (size_t i = 0; i < n; i++) {
+		char left[64];
+		snprintf(left, sizeof(left), "--%s%s%s", flags[i].name, flags[i].meta ? " " : "",
+			 flags[i].meta ? flags[i].meta : "");
+		fprintf(out, "  %-26s %s\n", left, flags[i].help);
+	}
+}
+
+int cli_default_threads(void)
+{
+	cpu_set_t set;
+	int n = 1;
+	FILE *f;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		n = CPU_COUNT(&set);
+	f = fopen("/sys/fs/cgroup/cpu.max", "r");
+	if (f) {
+		char quota[32] = "";
+		long long q = 0, period = 0;
+		if (fscanf(f, "%31s %lld", quota, &period) == 2 && strcmp(quota, "max") != 0) {
+			q = strtoll(quota, NULL, 10);
+			if (q > 0 && period > 0 && (q + period - 1) / period < n)
+				n = (int)((q + period - 1) / period);
+		}
+		fclose(f);
+	}
+	return n < 1 ? 1 : n;
+}
+
+static int set_path(char *dst, const char *src, const char *what, char *err)
+{
+	if (strlen(src) >= TRAIN_PATH_LEN)
+		return err_set(err, "%s: path too long", what);
+	if (!src[0])
+		return err_set(err, "%s: empty path", what);
+	strcpy(dst, src);
+	return 0;
+}
+
+static void defaults(struct cli *c)
+{
+	struct train_config *t = &c->train;
+	const char *env;
+
+	memset(t, 0, sizeof(*t));
+	snprintf(t->model, sizeof(t->model), "cnn");
+	t->epochs = 1;
+	t->batch_size = 64;
+	t->learning_rate = 0.001;
+	t->optimizer = OPT_SGD;
+	t->seed = 42;
+	t->threads = cli_default_threads();
+	snprintf(t->data_dir, sizeof(t->data_dir), "%s", CLI_DEFAULT_DATA_DIR);
+	env = getenv("MWJ_DATA_DIR");
+	if (env && env[0] && strlen(env) < TRAIN_PATH_LEN)
+		strcpy(t->data_dir, env);
+	env = getenv("MWJ_MODEL_DIR");
+	if (env && env[0] && strlen(env) < TRAIN_PATH_LEN)
+		strcpy(t->model_dir, env);
+	memset(&c->eval, 0, sizeof(c->eval));
+	strcpy(c->eval.model_dir, t->model_dir);
+	strcpy(c->eval.data_dir, t->data_dir);
+	c->eval.batch_size = 64;
+	c->eval.threads = t->threads;
+	c->log_level = LOG_INFO;
+	c->log_format = LOG_TEXT;
+}
+
+static int apply_env(struct cli *c, char *err)
+{
+	const char *env = getenv("MWJ_LOG_FORMAT");
+
+	if (env && env[0] && log_parse_format(env, &c->log_format) < 0)
+		return err_set(err, "MWJ_LOG_FORMAT: '%s' is not text or json", env);
+	env = getenv("MWJ_LOG_LEVEL");
+	if (env && env[0] && log_parse_level(env, &c->log_level) < 0)
+		return err_set(err, "MWJ_LOG_LEVEL: '%s' is not debug, info, warn or error", env);
+	return 0;
+}
+
+/* Sets one flag's value in the config of the current command. */
+static int apply_flag(struct cli *c, enum flag_id id, const char *arg, char *err)
+{
+	struct train_config *t = &c->train;
+	struct eval_config *e = &c->eval;
+	int train = c->cmd == CLI_TRAIN;
+	int64_t v;
+
+	switch (id) {
+	case F_MODEL:
+		if (strlen(arg) >= sizeof(t->model))
+			return err_set(err, "unknown model '%s' (known: %s)", arg, model_names());
+		strcpy(t->model, arg);
+		return 0;
+	case F_EPOCHS:
+		return parse_int(arg, 1, 1000000, &t->epochs, err);
+	case F_STEPS:
+		if (parse_i64(arg, 1, 1000000000, &v, err) < 0)
+			return -1;
+		t->steps_per_epoch = (long)v;
+		return 0;
+	case F_BATCH:
+		return parse_int(arg, 1, 65536, train ? &t->batch_size : &e->batch_size, err);
+	case F_LR:
+		return parse_double(arg, 1e-12, 100.0, &t->learning_rate, err);
+	case F_OPTIMIZER:
+		if (optimizer_parse(arg, &t->optimizer) < 0)
+			return err_set(err, "'%s' is not sgd or adam", arg);
+		return 0;
+	case F_MOMENTUM:
+		if (parse_double(arg, 0.0, 1.0, &t->momentum, err) < 0)
+			return -1;
+		if (t->momentum >= 1.0)
+			return err_set(err, "'%s' is out of range [0, 1)", arg);
+		return 0;
+	case F_SEED:
+		return parse_u64(arg, 0, UINT64_MAX, &t->seed, err);
+	case F_DATA_DIR:
+		return set_path(train ? t->data_dir : e->data_dir, arg, "--data-dir", err);
+	case F_VAL_STEPS:
+		if (strcmp(arg, "all") == 0) {
+			t->validation_steps = VALIDATION_ALL;
+			return 0;
+		}
+		if (parse_i64(arg, 0, 1000000000, &v, err) < 0)
+			return -1;
+		t->validation_steps = (long)v;
+		return 0;
+	case F_MODEL_DIR:
+		return set_path(train ? t->model_dir : e->model_dir, arg, "--model-dir", err);
+	case F_THREADS:
+		return parse_int(arg, 1, 256, train ? &t->threads : &e->threads, err);
+	case F_LOG_FORMAT:
+		if (log_parse_format(arg, &c->log_format) < 0)
+			return err_set(err, "'%s' is not text or json", arg);
+		return 0;
+	case F_LOG_LEVEL:
+		if (log_parse_level(arg, &c->log_level) < 0)
+			return err_set(err, "'%s' is not debug, info, warn or error", arg);
+		return 0;
+	case F_LOG_EVERY:
+		if (parse_i64(arg, 0, 1000000000, &v, err) < 0)
+			return -1;
+		t->log_every = (long)v;
+		return 0;
+	case F_HELP:
+		break;
+	}
+	return 0;
+}
+
+/* Runs getopt_long over one command's table. Returns 0, 1 for --help, -1. */
+static int parse_flags(struct cli *c, const struct flag *flags, size_t n, int argc, char **argv,
+		       char *err)
+{
+	struct option opts[32];
+	int idx;
+
+	for (size_t i = 0; i < n; i++)
+		opts[i] = (struct option){flags[i].name, flags[i].meta ? required_argument : 0,
+					  NULL, (int)flags[i].id};
+	opts[n] = (struct option){0};
+	opterr = 0;
+	optind = 1;
+	for (;;) {
+		int id = getopt_long(argc, argv, ":", opts, &idx);
+		if (id == -1)
+			break;
+		if (id == '?')
+			return err_set(err, "unknown flag '%s'", argv[optind - 1]);
+		if (id == ':')
+			return err_set(err, "flag '%s' needs a value", argv[optind - 1]);
+		if (id == F_HELP)
+			return 1;
+		if (apply_flag(c, (enum flag_id)id, optarg, err) < 0) {
+			for (size_t i = 0; i < n; i++)
+				if ((int)flags[i].id == id)
+					return err_prefix(err, "--%s", flags[i].name);
+			return -1;
+		}
+	}
+	if (optind < argc)
+		return err_set(err, "unexpected argument '%s'", argv[optind]);
+	return 0;
+}
+
+static int validate(const struct cli *c, char *err)
+{
+	char tmp[ERR_LEN];
+	struct model *m;
+
+	if (c->cmd == CLI_EVALUATE) {
+		if (!c->eval.model_dir[0])
+			return err_set(err, "--model-dir is required (or set MWJ_MODEL_DIR)");
+		return 0;
+	}
+	/* Build the model on a tiny input only to check the name early. */
+	m = model_new(c->train.model, 28, 28, 1, DATASET_CLASSES, 1, tmp);
+	if (!m)
+		return err_set(err, "--model: %s", tmp);
+	model_free(m);
+	if (c->train.momentum > 0 && c->train.optimizer != OPT_SGD)
+		return err_set(err, "--momentum applies to --optimizer sgd only");
+	return 0;
+}
+
+int cli_parse(struct cli *c, int argc, char **argv, FILE *out, char *err)
+{
+	const struct flag *flags;
+	size_t n;
+	int rc;
+
+	defaults(c);
+	if (argc < 2)
+		return err_set(err, "no command given (train or evaluate); see 'mwj-worker --help'");
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		print_usage(out);
+		return 1;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		fprintf(out, "mwj-worker %s\n", VERSION);
+		return 1;
+	}
+	if (strcmp(argv[1], "train") == 0) {
+		c->cmd = CLI_TRAIN;
+		flags = TRAIN_FLAGS, n = NFLAGS(TRAIN_FLAGS);
+	} else if (strcmp(argv[1], "evaluate") == 0) {
+		c->cmd = CLI_EVALUATE;
+		flags = EVAL_FLAGS, n = NFLAGS(EVAL_FLAGS);
+	} else {
+		return err_set(err, "unknown command '%s' (expected train or evaluate)", argv[1]);
+	}
+	if (apply_env(c, err) < 0)
+		return -1;
+	rc = parse_flags(c, flags, n, argc - 1, argv + 1, err);
+	if (rc == 1)
+		print_help(out, argv[1], flags, n);
+	if (rc != 0)
+		return rc;
+	c->train.json = c->eval.json = c->log_format == LOG_JSON;
+	return validate(c, err);
+}
+
+void cli_log_config(const struct cli *c)
+{
+	const struct train_config *t = &c->train;
+	const struct eval_config *e = &c->eval;
+
+	if (c->cmd == CLI_EVALUATE) {
+		log_info("config: model_dir='%s' data_dir='%s' batch_size=%d threads=%d",
+			 e->model_dir, e->data_dir, e->batch_size, e->threads);
+		return;
+	}
+	log_info("config: model=%s epochs=%d steps_per_epoch=%ld batch_size=%d "
+		 "learning_rate=%g optimizer=%s momentum=%g seed=%" PRIu64 " data_dir='%s' "
+		 "validation_steps=%ld model_dir='%s' threads=%d log_every=%ld",
+		 t->model, t->epochs, t->steps_per_epoch, t->batch_size, t->learning_rate,
+		 optimizer_name(t->optimizer), t->momentum, t->seed, t->data_dir,
+		 t->validation_steps, t->model_dir, t->threads, t->log_every);
+}

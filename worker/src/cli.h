@@ -1,0 +1,47 @@
+/* cli.h - the mwj-worker command line: subcommand, flags, environment.
+ *
+ * Precedence: defaults, then the environment (MWJ_DATA_DIR, MWJ_MODEL_DIR,
+ * MWJ_LOG_FORMAT, MWJ_LOG_LEVEL), then flags; one validation pass at the end.
+ * Every flag lives in one table per command that also prints --help.
+ */
+#ifndef MWJ_CLI_H
+#define MWJ_CLI_H
+
+#include <stdio.h>
+
+#include "log.h"
+#include "trainer.h"
+
+#define CLI_DEFAULT_DATA_DIR "/usr/share/datasets/fashion-mnist"
+
+enum cli_command { CLI_TRAIN, CLI_EVALUATE };
+
+struct eval_config {
+	char model_dir[TRAIN_PATH_LEN];
+	char data_dir[TRAIN_PATH_LEN];
+	int batch_size;
+	int threads;
+	int json;
+};
+
+struct cli {
+	enum cli_command cmd;
+	struct train_config train;
+	struct eval_config eval;
+	enum log_level log_level;
+	enum log_format log_format;
+};
+
+/* Parses argv into c. Returns 0 when there is a command to run; 1 when help
+ * or the version was printed on out and the process should exit 0; -1 with a
+ * message in err on bad usage (exit 1). */
+int cli_parse(struct cli *c, int argc, char **argv, FILE *out, char *err);
+
+/* Logs the effective configuration, once, at start. */
+void cli_log_config(const struct cli *c);
+
+/* The default thread count: the CPUs this process may run on, capped by a
+ * cgroup v2 CPU quota when there is one. */
+int cli_default_threads(void);
+
+#endif

@@ -1,0 +1,96 @@
+/* dataset.c - loading a split and assembling shuffled batches. */
+#include "dataset.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "err.h"
+#include "idx.h"
+#include "rng.h"
+#include "simd.h"
+
+int dataset_load(struct dataset *ds, const char *dir, const char *split, char *err)
+{
+	struct idx_images img = {0};
+	struct idx_labels lab = {0};
+
+	memset(ds, 0, sizeof(*ds));
+	if (snprintf(ds->images_path, sizeof(ds->images_path), "%s/%s-images-idx3-ubyte", dir,
+		     split) >= (int)sizeof(ds->images_path) ||
+	    snprintf(ds->labels_path, sizeof(ds->labels_path), "%s/%s-labels-idx1-ubyte", dir,
+		     split) >= (int)sizeof(ds->labels_path))
+		return err_set(err, "data directory '%s': path too long", dir);
+	if (idx_load_images(ds->images_path, &img, err) < 0)
+		goto fail;
+	if (idx_load_labels(ds->labels_path, &lab, err) < 0)
+		goto fail;
+	if (img.count != lab.count) {
+		err_set(err, "'%s' holds %u images but '%s' holds %u labels", ds->images_path,
+			img.count, ds->labels_path, lab.count);
+		goto fail;
+	}
+	for (uint32_t i = 0; i < lab.count; i++) {
+		if (lab.labels[i] >= DATASET_CLASSES) {
+			err_set(err, "'%s': label %u of example %u is not a class 0..%d",
+				ds->labels_path, lab.labels[i], i, DATASET_CLASSES - 1);
+			goto fail;
+		}
+	}
+	ds->n = img.count;
+	ds->rows = img.rows;
+	ds->cols = img.cols;
+	ds->images = img.pixels;
+	ds->labels = lab.labels;
+	return 0;
+fail:
+	idx_images_release(&img);
+	idx_labels_release(&lab);
+	return -1;
+}
+
+void dataset_release(struct dataset *ds)
+{
+	struct idx_images img = {.pixels = ds->images};
+	struct idx_labels lab = {.labels = ds->labels};
+
+	idx_images_release(&img);
+	idx_labels_release(&lab);
+	ds->images = NULL;
+	ds->labels = NULL;
+	ds->n = 0;
+}
+
+void dataset_shuffle(uint32_t *order, uint32_t n, uint64_t seed, uint64_t pass)
+{
+	struct rng r;
+
+	/* Stream 0 is weight init; passes use streams 1, 2, ... */
+	rng_init(&r, seed, pass + 1);
+	for (uint32_t i = 0; i < n; i++)
+		order[i] = i;
+	for (uint32_t i = n; i > 1; i--) {
+		uint32_t j = rng_below(&r, i);
+		uint32_t t = order[i - 1];
+		order[i - 1] = order[j];
+		order[j] = t;
+	}
+}
+
+SIMD_CLONES
+static void scale_pixels(float *restrict x, const uint8_t *restrict p, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		x[i] = (float)p[i] / 255.0f;
+}
+
+void dataset_gather(float *x, uint8_t *y, const struct dataset *ds, const uint32_t *order,
+		    uint32_t first, uint32_t count)
+{
+	uint32_t pixels = ds->rows * ds->cols;
+
+	for (uint32_t i = 0; i < count; i++) {
+		uint32_t e = order ? order[first + i] : first + i;
+		scale_pixels(x + (size_t)i * pixels, ds->images + (size_t)e * pixels, pixels);
+		y[i] = ds->labels[e];
+	}
+}

@@ -1,0 +1,41 @@
+/* dataset.h - an image classification split (images + labels) held in memory
+ * as bytes, the data order of each pass, and batch assembly.
+ *
+ * The training stream is like tf.data's shuffle().repeat().batch(): pass p
+ * over the set is a permutation drawn from (seed, p), the passes follow each
+ * other, and every batch is full. So the examples of any step are a pure
+ * function of (seed, global step), which is what makes exact resume and
+ * sharding across workers possible.
+ */
+#ifndef MWJ_DATASET_H
+#define MWJ_DATASET_H
+
+#include <stdint.h>
+
+#define DATASET_CLASSES 10
+#define DATASET_PATH_LEN 4096
+
+struct dataset {
+	uint32_t n, rows, cols; /* examples of rows x cols x 1 */
+	uint8_t *images;	/* (n, rows, cols), owned */
+	uint8_t *labels;	/* (n), values < DATASET_CLASSES, owned */
+	char images_path[DATASET_PATH_LEN];
+	char labels_path[DATASET_PATH_LEN];
+};
+
+/* Loads "<dir>/<split>-images-idx3-ubyte[.gz]" and the matching labels, for
+ * split "train" or "t10k". Checks that the counts agree and that every label
+ * is a valid class. Returns 0, or -1 with a message in err naming the file. */
+int dataset_load(struct dataset *ds, const char *dir, const char *split, char *err);
+void dataset_release(struct dataset *ds);
+
+/* Writes the permutation of pass p into order (n entries): Fisher-Yates
+ * driven by (seed, p). */
+void dataset_shuffle(uint32_t *order, uint32_t n, uint64_t seed, uint64_t pass);
+
+/* Gathers count examples, order[first..first+count), into x (count, rows,
+ * cols, 1) scaled to [0, 1] like Keras' x / 255, and their labels into y. */
+void dataset_gather(float *x, uint8_t *y, const struct dataset *ds, const uint32_t *order,
+		    uint32_t first, uint32_t count);
+
+#endif

@@ -1,0 +1,700 @@
+/* test_idx.c - IDX loading: the real Fashion-MNIST files, files the tests
+ * write themselves (raw and gzip) and every way a file can be malformed.
+ *
+ * The real data is found through MWJ_TEST_DATA (default: Debian's
+ * dataset-fashion-mnist). Each test gets its own mkdtemp directory, emptied
+ * and removed by the teardown even when the test fails.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "err.h"
+#include "idx.h"
+
+#define DEFAULT_DATA_DIR "/usr/share/datasets/fashion-mnist"
+
+struct fixture {
+	char dir[64];
+	char path[PATH_MAX];
+	char err[ERR_LEN];
+};
+
+static int setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+
+	if (fx == NULL)
+		return -1;
+	snprintf(fx->dir, sizeof(fx->dir), "/tmp/mwj-test-idx-XXXXXX");
+	if (mkdtemp(fx->dir) == NULL) {
+		free(fx);
+		return -1;
+	}
+	*state = fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+	DIR *d = opendir(fx->dir);
+	struct dirent *e = NULL;
+	char p[PATH_MAX];
+
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", fx->dir, e->d_name);
+		if (unlink(p) != 0)
+			rmdir(p);
+	}
+	if (d != NULL)
+		closedir(d);
+	rmdir(fx->dir);
+	free(fx);
+	return 0;
+}
+
+/* The path of name in the fixture's directory (valid until the next call). */
+static const char *tmp_path(struct fixture *fx, const char *name)
+{
+	snprintf(fx->path, sizeof(fx->path), "%s/%s", fx->dir, name);
+	return fx->path;
+}
+
+static const char *data_path(const char *name)
+{
+	static char p[PATH_MAX];
+	const char *dir = getenv("MWJ_TEST_DATA");
+
+	if (dir == NULL || dir[0] == '\0')
+		dir = DEFAULT_DATA_DIR;
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	return p;
+}
+
+static void write_bytes(const char *path, const uint8_t *buf, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+
+	assert_non_null(f);
+	assert_int_equal(fwrite(buf, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* A gzip stream of buf in a new buffer; *out_len is its length. */
+static uint8_t *gzip_bytes(const uint8_t *buf, size_t len, size_t *out_len)
+{
+	z_stream zs = {0};
+	size_t cap = len + len / 100 + 1024;
+	uint8_t *out = malloc(cap);
+
+	assert_non_null(out);
+	assert_int_equal(deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+	zs.next_in = (uint8_t *)buf;
+	zs.avail_in = (unsigned)len;
+	zs.next_out = out;
+	zs.avail_out = (unsigned)cap;
+	assert_int_equal(deflate(&zs, Z_FINISH), Z_STREAM_END);
+	*out_len = zs.total_out;
+	deflateEnd(&zs);
+	return out;
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+/* An idx3 ubyte image file of count x rows x cols with a position-dependent
+ * pattern, plus extra bytes of room at the end (zero) for trailing-data tests. */
+static uint8_t *make_images(uint32_t count, uint32_t rows, uint32_t cols, size_t extra, size_t *len)
+{
+	size_t n = (size_t)count * rows * cols;
+	uint8_t *buf = calloc(1, 16 + n + extra);
+
+	assert_non_null(buf);
+	put_be32(buf, 0x00000803);
+	put_be32(buf + 4, count);
+	put_be32(buf + 8, rows);
+	put_be32(buf + 12, cols);
+	for (size_t i = 0; i < n; i++)
+		buf[16 + i] = (uint8_t)(i * 7 + i / 251);
+	*len = 16 + n + extra;
+	return buf;
+}
+
+static uint8_t *make_labels(uint32_t count, size_t *len)
+{
+	uint8_t *buf = calloc(1, 8 + (size_t)count);
+
+	assert_non_null(buf);
+	put_be32(buf, 0x00000801);
+	put_be32(buf + 4, count);
+	for (uint32_t i = 0; i < count; i++)
+		buf[8 + i] = (uint8_t)(i % 10);
+	*len = 8 + (size_t)count;
+	return buf;
+}
+
+/* The loaders failed as a user would want: -1, the struct zeroed, and a
+ * message naming the file and containing each of the given words. */
+static void assert_images_error(const char *path, const char *name_in_msg, const char *word1,
+                                const char *word2)
+{
+	struct idx_images img = {.count = 7};
+	char err[ERR_LEN] = "";
+
+	assert_int_equal(idx_load_images(path, &img, err), -1);
+	assert_null(img.pixels);
+	assert_int_equal(img.count, 0);
+	assert_int_equal(img.rows, 0);
+	assert_int_equal(img.cols, 0);
+	print_message("    %s\n", err);
+	assert_non_null(strstr(err, name_in_msg));
+	assert_non_null(strstr(err, word1));
+	if (word2 != NULL)
+		assert_non_null(strstr(err, word2));
+}
+
+static void assert_labels_error(const char *path, const char *word1, const char *word2)
+{
+	struct idx_labels lab = {.count = 7};
+	char err[ERR_LEN] = "";
+
+	assert_int_equal(idx_load_labels(path, &lab, err), -1);
+	assert_null(lab.labels);
+	assert_int_equal(lab.count, 0);
+	print_message("    %s\n", err);
+	assert_non_null(strstr(err, path));
+	assert_non_null(strstr(err, word1));
+	if (word2 != NULL)
+		assert_non_null(strstr(err, word2));
+}
+
+/* --- The real Fashion-MNIST files --- */
+
+static void assert_fashion_images(const char *name, uint32_t count, unsigned first_sum)
+{
+	struct idx_images img = {0};
+	char err[ERR_LEN] = "";
+	unsigned sum = 0;
+
+	assert_int_equal(idx_load_images(data_path(name), &img, err), 0);
+	assert_int_equal(img.count, count);
+	assert_int_equal(img.rows, 28);
+	assert_int_equal(img.cols, 28);
+	assert_non_null(img.pixels);
+	/* The first image's pixel sum, computed independently with python3 gzip. */
+	for (size_t i = 0; i < (size_t)28 * 28; i++)
+		sum += img.pixels[i];
+	assert_int_equal(sum, first_sum);
+	idx_images_release(&img);
+	assert_null(img.pixels);
+	assert_int_equal(img.count, 0);
+}
+
+static void assert_fashion_labels(const char *name, uint32_t count, const uint8_t *first10)
+{
+	struct idx_labels lab = {0};
+	char err[ERR_LEN] = "";
+	uint32_t per_class[10] = {0};
+
+	assert_int_equal(idx_load_labels(data_path(name), &lab, err), 0);
+	assert_int_equal(lab.count, count);
+	assert_memory_equal(lab.labels, first10, 10);
+	for (uint32_t i = 0; i < lab.count; i++) {
+		assert_true(lab.labels[i] < 10);
+		per_class[lab.labels[i]]++;
+	}
+	/* Fashion-MNIST is exactly balanced. */
+	for (int c = 0; c < 10; c++)
+		assert_int_equal(per_class[c], count / 10);
+	idx_labels_release(&lab);
+	assert_null(lab.labels);
+}
+
+static void test_idx_loads_fashion_mnist_train_images(void **state)
+{
+	(void)state;
+	assert_fashion_images("train-images-idx3-ubyte.gz", 60000, 76247);
+}
+
+static void test_idx_loads_fashion_mnist_test_images(void **state)
+{
+	(void)state;
+	assert_fashion_images("t10k-images-idx3-ubyte.gz", 10000, 33456);
+}
+
+static void test_idx_loads_fashion_mnist_train_labels_starting_with_9(void **state)
+{
+	static const uint8_t first10[10] = {9, 0, 0, 3, 0, 2, 7, 2, 5, 5};
+
+	(void)state;
+	assert_fashion_labels("train-labels-idx1-ubyte.gz", 60000, first10);
+}
+
+static void test_idx_loads_fashion_mnist_test_labels_starting_with_9(void **state)
+{
+	static const uint8_t first10[10] = {9, 2, 1, 1, 6, 1, 4, 6, 5, 7};
+
+	(void)state;
+	assert_fashion_labels("t10k-labels-idx1-ubyte.gz", 10000, first10);
+}
+
+static void test_idx_bare_name_finds_the_fashion_mnist_gz_file(void **state)
+{
+	static const uint8_t first10[10] = {9, 2, 1, 1, 6, 1, 4, 6, 5, 7};
+
+	(void)state;
+	assert_fashion_labels("t10k-labels-idx1-ubyte", 10000, first10);
+}
+
+/* --- Files the tests write --- */
+
+static void test_idx_loads_raw_images_byte_for_byte(void **state)
+{
+	struct fixture *fx = *state;
+	struct idx_images img = {0};
+	size_t len = 0;
+	uint8_t *buf = make_images(5, 3, 4, 0, &len);
+
+	write_bytes(tmp_path(fx, "images"), buf, len);
+	assert_int_equal(idx_load_images(fx->path, &img, fx->err), 0);
+	assert_int_equal(img.count, 5);
+	assert_int_equal(img.rows, 3);
+	assert_int_equal(img.cols, 4);
+	assert_memory_equal(img.pixels, buf + 16, (size_t)5 * 3 * 4);
+	idx_images_release(&img);
+	free(buf);
+}
+
+static void test_idx_loads_raw_labels_byte_for_byte(void **state)
+{
+	struct fixture *fx = *state;
+	struct idx_labels lab = {0};
+	size_t len = 0;
+	uint8_t *buf = make_labels(1234, &len);
+
+	write_bytes(tmp_path(fx, "labels"), buf, len);
+	assert_int_equal(idx_load_labels(fx->path, &lab, fx->err), 0);
+	assert_int_equal(lab.count, 1234);
+	assert_memory_equal(lab.labels, buf + 8, 1234);
+	idx_labels_release(&lab);
+	free(buf);
+}
+
+static void test_idx_loads_images_larger_than_one_read_chunk(void **state)
+{
+	/* 9 MiB of pixels crosses the first allocation and several zlib buffers. */
+	struct fixture *fx = *state;
+	struct idx_images img = {0};
+	size_t len = 0, gz_len = 0;
+	uint8_t *buf = make_images(2304, 64, 64, 0, &len);
+	uint8_t *gz = gzip_bytes(buf, len, &gz_len);
+
+	write_bytes(tmp_path(fx, "big.gz"), gz, gz_len);
+	assert_int_equal(idx_load_images(fx->path, &img, fx->err), 0);
+	assert_int_equal(img.count, 2304);
+	assert_memory_equal(img.pixels, buf + 16, len - 16);
+	idx_images_release(&img);
+	free(gz);
+	free(buf);
+}
+
+static void test_idx_decompresses_gzip_content_without_gz_suffix(void **state)
+{
+	struct fixture *fx = *state;
+	struct idx_labels lab = {0};
+	size_t len = 0, gz_len = 0;
+	uint8_t *buf = make_labels(100, &len);
+	uint8_t *gz = gzip_bytes(buf, len, &gz_len);
+
+	write_bytes(tmp_path(fx, "labels"), gz, gz_len);
+	assert_int_equal(idx_load_labels(fx->path, &lab, fx->err), 0);
+	assert_int_equal(lab.count, 100);
+	assert_memory_equal(lab.labels, buf + 8, 100);
+	idx_labels_release(&lab);
+	free(gz);
+	free(buf);
+}
+
+static void test_idx_bare_name_finds_the_gz_file(void **state)
+{
+	struct fixture *fx = *state;
+	struct idx_labels lab = {0};
+	size_t len = 0, gz_len = 0;
+	uint8_t *buf = make_labels(50, &len);
+	uint8_t *gz = gzip_bytes(buf, len, &gz_len);
+
+	write_bytes(tmp_path(fx, "labels.gz"), gz, gz_len);
+	assert_int_equal(idx_load_labels(tmp_path(fx, "labels"), &lab, fx->err), 0);
+	assert_int_equal(lab.count, 50);
+	assert_memory_equal(lab.labels, buf + 8, 50);
+	idx_labels_release(&lab);
+	free(gz);
+	free(buf);
+}
+
+static void test_idx_bare_name_is_preferred_over_the_gz_file(void **state)
+{
+	struct fixture *fx = *state;
+	struct idx_labels lab = {0};
+	size_t raw_len = 0, other_len = 0, gz_len = 0;
+	uint8_t *raw = make_labels(10, &raw_len);
+	uint8_t *other = make_labels(20, &other_len);
+	uint8_t *gz = gzip_bytes(other, other_len, &gz_len);
+
+	write_bytes(tmp_path(fx, "labels"), raw, raw_len);
+	write_bytes(tmp_path(fx, "labels.gz"), gz, gz_len);
+	assert_int_equal(idx_load_labels(tmp_path(fx, "labels"), &lab, fx->err), 0);
+	assert_int_equal(lab.count, 10);
+	idx_labels_release(&lab);
+	free(gz);
+	free(other);
+	free(raw);
+}
+
+static void test_idx_release_accepts_null_and_zeroed_structs(void **state)
+{
+	struct idx_images img = {0};
+	struct idx_labels lab = {0};
+
+	(void)state;
+	idx_images_release(NULL);
+	idx_labels_release(NULL);
+	idx_images_release(&img);
+	idx_labels_release(&lab);
+	assert_null(img.pixels);
+	assert_null(lab.labels);
+}
+
+/* --- Malformed headers --- */
+
+static void test_idx_rejects_a_file_that_is_not_idx(void **state)
+{
+	struct fixture *fx = *state;
+	static const uint8_t junk[] = "GIF89a, not a dataset at all";
+
+	write_bytes(tmp_path(fx, "junk"), junk, sizeof(junk));
+	assert_images_error(fx->path, fx->path, "bad magic 0x47494638", "not an idx file");
+}
+
+static void test_idx_rejects_a_data_type_other_than_unsigned_byte(void **state)
+{
+	struct fixture *fx = *state;
+	size_t len = 0;
+	uint8_t *buf = make_images(2, 2, 2, 0, &len);
+
+	buf[2] = 0x0d; /* float */
+	write_bytes(tmp_path(fx, "floats"), buf, len);
+	assert_images_error(fx->path, fx->path, "magic 0x00000d03", "data type 0x0d");
+	free(buf);
+}
+
+static void test_idx_rejects_images_file_loaded_as_labels(void **state)
+{
+	struct fixture *fx = *state;
+	size_t len = 0;
+	uint8_t *buf = make_images(2, 2, 2, 0, &len);
+
+	write_bytes(tmp_path(fx, "images"), buf, len);
+	assert_labels_error(fx->path,
+	                    "bad magic 0x00000803, expected 0x00000801 (idx1 ubyte labels)",
+	                    "3 dimensions, not 1");
+	free(buf);
+}
+
+static void test_idx_rejects_labels_file_loaded_as_images(void **state)
+{
+	struct fixture *fx = *state;
+	size_t len = 0;
+	uint8_t *buf = make_labels(16, &len);
+
+	write_bytes(tmp_path(fx, "labels"), buf, len);
+	assert_images_error(fx->path, fx->path, "expected 0x00000803", "1 dimensions, not 3");
+	free(buf);
+}
+
+static void test_idx_rejects_zero_count(void **state)
+{
+	struct fixture *fx = *state;
+	size_t len = 0;
+	uint8_t *img = make_images(1, 2, 2, 0, &len);
+	uint8_t *lab = NULL;
+
+	put_be32(img + 4, 0);
+	write_bytes(tmp_path(fx, "images"), img, len);
+	assert_images_error(fx->path, fx->path, "image count 0", "out of range");
+	lab = make_labels(1, &len);
+	put_be32(lab + 4, 0);
+	write_bytes(tmp_path(fx, "labels"), lab, len);
+	assert_labels_error(fx->path, "label count 0", "out of range");
+	free(lab);
+	free(img);
+}
+
+static void test_idx_rejects_dimensions_out_of_range(void **state)
+{
+	static const struct {
+		uint32_t count, rows, cols;
+		const char *word;
+	} cases[] = {
+	    {IDX_MAX_COUNT + 1, 28, 28, "image count 100000001"},
+	    {0xffffffffu, 28, 28, "image count 4294967295"},
+	    {10, IDX_MAX_SIDE + 1, 28, "rows 4097"},
+	    {10, 0, 28, "rows 0"},
+	    {10, 28, 0xffffffffu, "cols 4294967295"},
+	    {10, 28, 0, "cols 0"},
+	};
+	struct fixture *fx = *state;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint8_t hdr[16];
+
+		put_be32(hdr, 0x00000803);
+		put_be32(hdr + 4, cases[i].count);
+		put_be32(hdr + 8, cases[i].rows);
+		put_be32(hdr + 12, cases[i].cols);
+		write_bytes(tmp_path(fx, "images"), hdr, sizeof(hdr));
+		assert_images_error(fx->path, fx->path, cases[i].word, "out of range");
+	}
+}
+
+static void test_idx_rejects_truncated_header(void **state)
+{
+	struct fixture *fx = *state;
+	size_t len = 0;
+	uint8_t *buf = make_images(2, 2, 2, 0, &len);
+
+	write_bytes(tmp_path(fx, "images"), buf, 2);
+	assert_images_error(fx->path, fx->path, "truncated", "read 2 of 16 bytes of header");
+	write_bytes(fx->path, buf, 10);
+	assert_images_error(fx->path, fx->path, "truncated", "read 10 of 16 bytes of header");
+	write_bytes(fx->path, buf, 0);
+	assert_images_error(fx->path, fx->path, "truncated", "read 0 of 16 bytes of header");
+	free(buf);
+}
+
+/* --- Malformed data --- */
+
+static void test_idx_rejects_truncated_raw_data(void **state)
+{
+	struct fixture *fx = *state;
+	size_t len = 0;
+	uint8_t *buf = make_images(10, 28, 28, 0, &len);
+
+	write_bytes(tmp_path(fx, "images"), buf, 16 + 1000);
+	assert_images_error(fx->path, fx->path, "truncated",
+	                    "read 1000 of 7840 bytes of image data");
+	free(buf);
+}
+
+static void test_idx_rejects_huge_claim_in_tiny_file_as_truncated(void **state)
+{
+	/* Header claims 1e8 x 4096 x 4096 bytes; the loader must not try to
+	 * allocate that, only fail when the data runs out. */
+	struct fixture *fx = *state;
+	size_t len = 0;
+	uint8_t *buf = make_images(1, 1, 1, 0, &len);
+
+	put_be32(buf + 4, IDX_MAX_COUNT);
+	put_be32(buf + 8, IDX_MAX_SIDE);
+	put_be32(buf + 12, IDX_MAX_SIDE);
+	write_bytes(tmp_path(fx, "images"), buf, len);
+	assert_images_error(fx->path, fx->path, "truncated", "read 1 of ");
+	free(buf);
+}
+
+static void test_idx_rejects_truncated_gzip_data(void **state)
+{
+	struct fixture *fx = *state;
+	size_t len = 0, gz_len = 0;
+	uint8_t *buf = make_images(100, 28, 28, 0, &len);
+	uint8_t *gz = gzip_bytes(buf, len, &gz_len);
+
+	write_bytes(tmp_path(fx, "images.gz"), gz, gz_len / 2);
+	assert_images_error(fx->path, fx->path, "truncated gzip stream", "of 78400 bytes");
+	free(gz);
+	free(buf);
+}
+
+static void test_idx_rejects_gzip_missing_its_trailer(void **state)
+{
+	/* All the data decompresses, but the CRC and length are cut off. */
+	struct fixture *fx = *state;
+	size_t len = 0, gz_len = 0;
+	uint8_t *buf = make_labels(1000, &len);
+	uint8_t *gz = gzip_bytes(buf, len, &gz_len);
+
+	write_bytes(tmp_path(fx, "labels.gz"), gz, gz_len - 8);
+	assert_labels_error(fx->path, "truncated gzip stream", "trailer");
+	free(gz);
+	free(buf);
+}
+
+static void test_idx_rejects_trailing_data(void **state)
+{
+	struct fixture *fx = *state;
+	size_t len = 0, gz_len = 0;
+	uint8_t *buf = make_images(3, 5, 5, 12, &len);
+	uint8_t *gz = gzip_bytes(buf, len, &gz_len);
+
+	write_bytes(tmp_path(fx, "images"), buf, len);
+	assert_images_error(fx->path, fx->path, "12 bytes of trailing data",
+	                    "after 75 bytes of image data");
+	write_bytes(tmp_path(fx, "images.gz"), gz, gz_len);
+	assert_images_error(fx->path, fx->path, "12 bytes of trailing data", "image data");
+	free(gz);
+	free(buf);
+}
+
+static void test_idx_rejects_lots_of_trailing_data(void **state)
+{
+	struct fixture *fx = *state;
+	size_t len = 0;
+	uint8_t *buf = make_labels(10, &len);
+	uint8_t *big = calloc(1, len + (3u << 20));
+
+	assert_non_null(big);
+	memcpy(big, buf, len);
+	write_bytes(tmp_path(fx, "labels"), big, len + (3u << 20));
+	assert_labels_error(fx->path, "at least", "bytes of trailing data after 10 bytes");
+	free(big);
+	free(buf);
+}
+
+static void test_idx_rejects_corrupt_gzip_data(void **state)
+{
+	struct fixture *fx = *state;
+	size_t len = 0, gz_len = 0;
+	uint8_t *buf = make_images(100, 28, 28, 0, &len);
+	uint8_t *gz = gzip_bytes(buf, len, &gz_len);
+
+	/* Damage the compressed body: inflate either rejects a block or the CRC. */
+	for (size_t i = gz_len / 3; i < gz_len / 3 + 64; i++)
+		gz[i] ^= 0x5a;
+	write_bytes(tmp_path(fx, "images.gz"), gz, gz_len);
+	assert_images_error(fx->path, fx->path, "corrupt gzip stream", NULL);
+	free(gz);
+	free(buf);
+}
+
+static void test_idx_rejects_gzip_with_bad_crc(void **state)
+{
+	struct fixture *fx = *state;
+	size_t len = 0, gz_len = 0;
+	uint8_t *buf = make_labels(500, &len);
+	uint8_t *gz = gzip_bytes(buf, len, &gz_len);
+
+	gz[gz_len - 8] ^= 0xff; /* first byte of the CRC-32 */
+	write_bytes(tmp_path(fx, "labels.gz"), gz, gz_len);
+	assert_labels_error(fx->path, "corrupt gzip stream", "incorrect data check");
+	free(gz);
+	free(buf);
+}
+
+static void test_idx_rejects_gzip_with_unknown_method(void **state)
+{
+	struct fixture *fx = *state;
+	size_t len = 0, gz_len = 0;
+	uint8_t *buf = make_labels(500, &len);
+	uint8_t *gz = gzip_bytes(buf, len, &gz_len);
+
+	gz[2] = 9; /* compression method: only 8 (deflate) exists */
+	write_bytes(tmp_path(fx, "labels.gz"), gz, gz_len);
+	assert_labels_error(fx->path, "corrupt gzip stream", "unknown compression method");
+	free(gz);
+	free(buf);
+}
+
+/* --- Files that cannot be read --- */
+
+static void test_idx_reports_missing_file_under_both_names(void **state)
+{
+	struct fixture *fx = *state;
+	char want[PATH_MAX + 64];
+
+	tmp_path(fx, "train-images-idx3-ubyte");
+	snprintf(want, sizeof(want), "'%s' (or '.gz'): No such file or directory", fx->path);
+	assert_images_error(fx->path, want, "No such file", NULL);
+	assert_labels_error(fx->path, "(or '.gz')", "No such file");
+}
+
+static void test_idx_reports_a_directory_as_a_read_error(void **state)
+{
+	struct fixture *fx = *state;
+
+	assert_int_equal(mkdir(tmp_path(fx, "dir"), 0700), 0);
+	assert_labels_error(fx->path, "read", "directory");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_idx_loads_fashion_mnist_train_images),
+	    cmocka_unit_test(test_idx_loads_fashion_mnist_test_images),
+	    cmocka_unit_test(test_idx_loads_fashion_mnist_train_labels_starting_with_9),
+	    cmocka_unit_test(test_idx_loads_fashion_mnist_test_labels_starting_with_9),
+	    cmocka_unit_test(test_idx_bare_name_finds_the_fashion_mnist_gz_file),
+	    cmocka_unit_test_setup_teardown(test_idx_loads_raw_images_byte_for_byte, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_idx_loads_raw_labels_byte_for_byte, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_idx_loads_images_larger_than_one_read_chunk, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_idx_decompresses_gzip_content_without_gz_suffix,
+	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_idx_bare_name_finds_the_gz_file, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_idx_bare_name_is_preferred_over_the_gz_file, setup,
+	                                    teardown),
+	    cmocka_unit_test(test_idx_release_accepts_null_and_zeroed_structs),
+	    cmocka_unit_test_setup_teardown(test_idx_rejects_a_file_that_is_not_idx, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_idx_rejects_a_data_type_other_than_unsigned_byte,
+	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_idx_rejects_images_file_loaded_as_labels, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_idx_rejects_labels_file_loaded_as_images, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_idx_rejects_zero_count, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_idx_rejects_dimensions_out_of_range, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_idx_rejects_truncated_header, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_idx_rejects_truncated_raw_data, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_idx_rejects_huge_claim_in_tiny_file_as_truncated,
+	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_idx_rejects_truncated_gzip_data, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_idx_rejects_gzip_missing_its_trailer, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_idx_rejects_trailing_data, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_idx_rejects_lots_of_trailing_data, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_idx_rejects_corrupt_gzip_data, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_idx_rejects_gzip_with_bad_crc, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_idx_rejects_gzip_with_unknown_method, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_idx_reports_missing_file_under_both_names, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_idx_reports_a_directory_as_a_read_error, setup,
+	                                    teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

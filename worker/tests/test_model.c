@@ -1,0 +1,239 @@
+/* test_model.c - the whole models: gradients against finite differences,
+ * buffer layout, initialization. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "err.h"
+#include "gradcheck.h"
+#include "loss.h"
+#include "model.h"
+
+enum { B = 3, SIDE = 9, CLASSES = 10 };
+
+static double mean_loss(struct model *m, const float *x, const uint8_t *y)
+{
+	model_forward(m, x, B);
+	return loss_softmax_xent(NULL, model_logits(m), y, B, CLASSES, 0).loss / B;
+}
+
+/* A fingerprint of every non-smooth choice the last forward pass made: which
+ * ReLU outputs are positive and which input won each max-pool window. Where
+ * a perturbation changes it, the loss is not differentiable between the two
+ * points and a central difference says nothing about the gradient. */
+static uint64_t kink_pattern(const struct model *m)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (int i = 0; i < m->nlayers; i++) {
+		const struct layer *l = &m->layers[i];
+		size_t n = (size_t)B * l->out_len;
+		if (l->relu)
+			for (size_t j = 0; j < n; j++)
+				h = (h ^ (l->out[j] > 0.0f)) * 1099511628211ull;
+		if (l->kind != LAYER_MAXPOOL2)
+			continue;
+		const float *in = m->layers[i - 1].out;
+		int C = l->in_c, W = l->in_w;
+		for (int b = 0; b < B; b++)
+			for (int oh = 0; oh < l->out_h; oh++)
+				for (int ow = 0; ow < l->out_w; ow++)
+					for (int c = 0; c < C; c++) {
+						size_t o = (((size_t)b * l->out_h + oh) * l->out_w + ow) * C + c;
+						size_t t = (((size_t)b * l->in_h + 2 * oh) * W + 2 * ow) * C + c;
+						size_t at[4] = {t, t + C, t + (size_t)W * C, t + (size_t)W * C + C};
+						int k = 0;
+						while (k < 3 && in[at[k]] != l->out[o])
+							k++;
+						h = (h ^ (uint64_t)k) * 1099511628211ull;
+					}
+	}
+	return h;
+}
+
+/* Checks about 40 parameters in every weight and bias tensor of the model,
+ * spread over the tensor, against central differences of the mean loss.
+ * Parameters whose perturbation crosses a ReLU or max-pool kink are skipped
+ * (and counted): there the difference quotient is not a derivative. */
+static void check_model_gradients(const char *name)
+{
+	char err[ERR_LEN];
+	struct model *m = model_new(name, SIDE, SIDE, 1, CLASSES, B, err);
+	float x[B * SIDE * SIDE];
+	uint8_t y[B] = {1, 7, 4};
+	const float h = 5e-4f;
+	int checked = 0, skipped = 0, bad = 0;
+
+	assert_non_null(m);
+	model_init_params(m, 123);
+	/* Non-zero biases, so that their gradients matter too. */
+	for (int i = 0; i < m->nlayers; i++)
+		fill_uniform(m->params + m->layers[i].b_off, m->layers[i].b_len, -0.1f, 0.1f, i);
+	fill_uniform(x, B * SIDE * SIDE, 0, 1, 77);
+	model_forward(m, x, B);
+	uint64_t base = kink_pattern(m);
+	loss_softmax_xent(m->dlogits, model_logits(m), y, B, CLASSES, 1.0f / B);
+	model_backward(m, x, B, NULL, NULL);
+	for (int i = 0; i < m->nlayers; i++) {
+		const struct layer *l = &m->layers[i];
+		size_t slices[2][2] = {{l->w_off, l->w_len}, {l->b_off, l->b_len}};
+		for (int s = 0; s < 2; s++) {
+			size_t off = slices[s][0], len = slices[s][1];
+			size_t stride = len > 40 ? len / 40 : 1;
+			int here = 0, tried = 0;
+			for (size_t j = 0; j < len; j += stride) {
+				float *p = &m->params[off + j], keep = *p;
+				*p = keep + h;
+				double up = mean_loss(m, x, y);
+				int kinked = kink_pattern(m) != base;
+				*p = keep - h;
+				double down = mean_loss(m, x, y);
+				kinked |= kink_pattern(m) != base;
+				*p = keep;
+				tried++;
+				if (kinked) {
+					skipped++;
+					continue;
+				}
+				double num = (up - down) / (2.0 * h);
+				checked++;
+				here++;
+				bad += grad_mismatches(name, &m->grads[off + j], &num, 1);
+			}
+			/* Every tensor, conv bias included, gets most of its checks. */
+			assert_true(here * 3 >= tried * 2);
+		}
+	}
+	printf("%s: %d parameters checked, %d skipped at kinks\n", name, checked, skipped);
+	assert_true(checked > 150);
+	assert_true(skipped < checked / 4);
+	assert_int_equal(bad, 0);
+	model_free(m);
+}
+
+static void test_cnn_gradients_match_finite_differences(void **state)
+{
+	(void)state;
+	check_model_gradients("cnn");
+}
+
+static void test_cnn_pool_gradients_match_finite_differences(void **state)
+{
+	(void)state;
+	check_model_gradients("cnn-pool");
+}
+
+static void test_cnn_has_the_tutorial_shapes_and_parameter_count(void **state)
+{
+	char err[ERR_LEN];
+	struct model *m = model_new("cnn", 28, 28, 1, 10, 64, err);
+	(void)state;
+
+	assert_non_null(m);
+	/* Keras summary: conv 320, dense 2769024, dense 1290. */
+	assert_int_equal(m->nparams, 320 + 2769024 + 1290);
+	assert_int_equal(m->layers[0].out_len, 26 * 26 * 32);
+	assert_string_equal(m->desc,
+			    "input 28x28x1; conv2d 3x3x1->32 relu; dense 21632->128 relu; dense 128->10");
+	model_free(m);
+	m = model_new("cnn-pool", 28, 28, 1, 10, 64, err);
+	assert_non_null(m);
+	/* conv 320, pool 0, dense 5408*64+64 = 346176, dense 650. */
+	assert_int_equal(m->nparams, 320 + 346176 + 650);
+	model_free(m);
+}
+
+static void test_glorot_init_is_bounded_zero_mean_and_biases_zero(void **state)
+{
+	char err[ERR_LEN];
+	struct model *m = model_new("cnn", 28, 28, 1, 10, 1, err);
+	(void)state;
+
+	model_init_params(m, 7);
+	for (int i = 0; i < m->nlayers; i++) {
+		const struct layer *l = &m->layers[i];
+		double fan_in = l->kind == LAYER_CONV2D ? 9.0 : (double)l->in_len;
+		double fan_out = l->kind == LAYER_CONV2D ? 9.0 * l->out_c : (double)l->out_c;
+		double limit = sqrt(6.0 / (fan_in + fan_out)), sum = 0, sq = 0;
+		for (size_t j = 0; j < l->w_len; j++) {
+			double v = m->params[l->w_off + j];
+			assert_true(fabs(v) <= limit);
+			sum += v;
+			sq += v * v;
+		}
+		/* Uniform(-a, a): mean 0, variance a^2 / 3. */
+		double n = (double)l->w_len, var = sq / n;
+		assert_true(fabs(sum / n) < 4 * limit / sqrt(3 * n));
+		assert_true(fabs(var / (limit * limit / 3) - 1) < 0.15);
+		for (size_t j = 0; j < l->b_len; j++)
+			assert_true(m->params[l->b_off + j] == 0.0f);
+	}
+	model_free(m);
+}
+
+static void test_model_new_rejects_unknown_names_and_tiny_inputs(void **state)
+{
+	char err[ERR_LEN];
+	(void)state;
+
+	assert_null(model_new("resnet", 28, 28, 1, 10, 1, err));
+	assert_non_null(strstr(err, "unknown model 'resnet'"));
+	assert_null(model_new("cnn", 2, 28, 1, 10, 1, err));
+	assert_non_null(strstr(err, "smaller than the 3x3 kernel"));
+	assert_null(model_new("cnn-pool", 3, 3, 1, 10, 1, err));
+	assert_non_null(strstr(err, "too small to pool"));
+}
+
+struct slices {
+	size_t off[8], len[8];
+	int n;
+};
+
+static void record_slice(void *ctx, size_t off, size_t len)
+{
+	struct slices *s = ctx;
+
+	s->off[s->n] = off;
+	s->len[s->n] = len;
+	s->n++;
+}
+
+static void test_backward_reports_layer_gradients_last_layer_first(void **state)
+{
+	char err[ERR_LEN];
+	struct model *m = model_new("cnn-pool", 12, 12, 1, 10, 2, err);
+	float x[2 * 144] = {0};
+	struct slices s = {0};
+	(void)state;
+
+	model_init_params(m, 1);
+	model_forward(m, x, 2);
+	memset(m->dlogits, 0, 2 * 10 * sizeof(float));
+	model_backward(m, x, 2, record_slice, &s);
+	/* Three layers have parameters; their slices tile the buffer from the
+	 * end to the start. */
+	assert_int_equal(s.n, 3);
+	assert_int_equal(s.off[0] + s.len[0], m->nparams);
+	assert_int_equal(s.off[1] + s.len[1], s.off[0]);
+	assert_int_equal(s.off[2] + s.len[2], s.off[1]);
+	assert_int_equal(s.off[2], 0);
+	model_free(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_cnn_gradients_match_finite_differences),
+	    cmocka_unit_test(test_cnn_pool_gradients_match_finite_differences),
+	    cmocka_unit_test(test_cnn_has_the_tutorial_shapes_and_parameter_count),
+	    cmocka_unit_test(test_glorot_init_is_bounded_zero_mean_and_biases_zero),
+	    cmocka_unit_test(test_model_new_rejects_unknown_names_and_tiny_inputs),
+	    cmocka_unit_test(test_backward_reports_layer_gradients_last_layer_first),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
