@@ -27,7 +27,10 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--model", choices=["cnn", "cnn-pool"], default="cnn")
     p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch intra-op threads (torch.set_num_threads)")
+    p.add_argument("--blas-threads", type=int, default=0,
+                   help="OpenBLAS threads for the dense layers (default: --threads)")
     p.add_argument("--steps", type=int, default=300, help="timed steps")
     p.add_argument("--warmup", type=int, default=30, help="untimed steps")
     p.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
@@ -35,8 +38,10 @@ def parse_args():
     p.add_argument("--data-dir", default="/usr/share/datasets/fashion-mnist")
     p.add_argument("--label", default="")
     a = p.parse_args()
-    if a.threads < 1 or a.batch_size < 1 or a.steps < 1 or a.warmup < 0:
-        p.error("--threads/--batch-size/--steps must be >= 1, --warmup >= 0")
+    if a.blas_threads == 0:
+        a.blas_threads = a.threads
+    if min(a.threads, a.blas_threads, a.batch_size, a.steps) < 1 or a.warmup < 0:
+        p.error("--threads/--blas-threads/--batch-size/--steps must be >= 1, --warmup >= 0")
     return a
 
 
@@ -49,8 +54,13 @@ ARGS = parse_args()
 # OpenBLAS (used by Debian's torch for dense layers, and by numpy) and libgomp
 # read these once, when the library is loaded: they must be set before the
 # imports below.
-os.environ["OPENBLAS_NUM_THREADS"] = str(ARGS.threads)
+os.environ["OPENBLAS_NUM_THREADS"] = str(ARGS.blas_threads)
 os.environ["OMP_NUM_THREADS"] = str(ARGS.threads)
+# Torch's OpenMP (libgomp) pool and OpenBLAS's pthread pool take turns on the
+# same cores; libgomp's default spin-wait then starves the OpenBLAS threads and
+# --threads 2 ends up far slower than 1 on a 2-core box. Sleep instead of
+# spinning, unless the caller chose a policy explicitly.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 try:
     import numpy as np
@@ -129,13 +139,14 @@ def batches(n, bs, seed):
 def main():
     a = ARGS
     torch.set_num_threads(a.threads)
-    blas_n, blas_path = set_openblas_threads(a.threads)
+    blas_n, blas_path = set_openblas_threads(a.blas_threads)
     print(f"threads: torch={torch.get_num_threads()} "
           f"openblas={blas_n} ({blas_path or 'libopenblas not loaded'}) "
           f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')} "
-          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}",
+          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')} "
+          f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}",
           file=sys.stderr)
-    if torch.get_num_threads() != a.threads or blas_n not in (None, a.threads):
+    if torch.get_num_threads() != a.threads or blas_n not in (None, a.blas_threads):
         print("warning: requested thread count did not take effect",
               file=sys.stderr)
 
@@ -173,11 +184,13 @@ def main():
     print(json.dumps({
         "bench": "train", "impl": "pytorch", "torch": torch.__version__,
         "model": a.model, "batch": a.batch_size, "threads": a.threads,
+        "blas_threads": a.blas_threads,
         "optimizer": a.optimizer, "steps": a.steps,
         "samples_per_s": round(a.steps * a.batch_size / dt, 1),
         "ms_per_step": round(dt * 1000.0 / a.steps, 3),
         "glibc_tunables": os.environ.get("GLIBC_TUNABLES", ""),
         "label": a.label,
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
     }, separators=(",", ":")))
 
 

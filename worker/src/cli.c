@@ -259,6 +259,10 @@ static int parse_flags(struct cli *c, const struct flag *flags, size_t n, int ar
 		int id = getopt_long(argc, argv, ":", opts, &idx);
 		if (id == -1)
 			break;
+		/* An unknown short flag inside a word ("-xy") leaves optind on
+		 * that word, so argv[optind - 1] would name the word before. */
+		if (id == '?' && optopt > 0 && optopt < 256)
+			return err_set(err, "unknown flag '-%c'", optopt);
 		if (id == '?')
 			return err_set(err, "unknown flag '%s'", argv[optind - 1]);
 		if (id == ':')
@@ -293,7 +297,8 @@ static int validate(const struct cli *c, char *err)
 		return err_set(err, "--model: %s", tmp);
 	model_free(m);
 	if (c->train.momentum > 0 && c->train.optimizer != OPT_SGD)
-		return err_set(err, "--momentum applies to --optimizer sgd only");
+		return err_set(err, "--momentum %g applies to --optimizer sgd only, not '%s'",
+			       c->train.momentum, optimizer_name(c->train.optimizer));
 	return 0;
 }
 

@@ -1,26 +1,33 @@
 /* conv.h - 2-D convolution, NHWC, stride 1, no padding ("valid"), lowered to
  * one cblas_sgemm over the whole batch through im2col.
  *
- * Shapes: in (B, H, W, C), w (KH, KW, C, OC) = Keras' HWIO kernel layout,
- * b (OC), out (B, OH, OW, OC) with OH = H - KH + 1, OW = W - KW + 1.
- * cols (KH*KW*C, B*OH*OW) is scratch that forward fills and backward reads,
- * so it must be kept between the two calls of one step. It is stored
- * transposed, one row per kernel tap, so that im2col copies whole image rows
- * and the sgemm reads it with a transpose flag.
+ * Shapes: in (B, H, W, C); wb (KH*KW*C + 1, OC) is the kernel in Keras' HWIO
+ * layout followed by the bias as one extra row; out (B, OH, OW, OC) with
+ * OH = H - KH + 1, OW = W - KW + 1. cols (KH*KW*C + 1, B*OH*OW) is scratch
+ * that forward fills and backward reads, so it must be kept between the two
+ * calls of one step. It is stored transposed, one row per kernel tap, so that
+ * im2col copies whole image rows, and its last row is all ones: the product
+ * with wb then adds the bias, and the weight-gradient product yields the
+ * bias gradient, with no separate pass over the output.
  */
 #ifndef MWJ_CONV_H
 #define MWJ_CONV_H
 
-/* out = im2col(in) @ w + b. */
-void conv_forward(float *out, float *cols, const float *in, const float *w, const float *b, int B,
-		  int H, int W, int C, int KH, int KW, int OC);
+/* Elements of cols (and of dcols) for a batch of B. */
+static inline long conv_cols_len(int B, int H, int W, int C, int KH, int KW)
+{
+	return ((long)KH * KW * C + 1) * B * (H - KH + 1) * (W - KW + 1);
+}
 
-/* dw = cols @ dout and db = sum over rows of dout (both overwritten, not
- * accumulated). If din is not NULL, din = col2im(w @ dout^T), with dcols
- * (KH*KW*C, B*OH*OW) as scratch; the first layer of a model passes NULL and
+/* out = [im2col(in); 1] @ wb. */
+void conv_forward(float *out, float *cols, const float *in, const float *wb, int B, int H, int W,
+		  int C, int KH, int KW, int OC);
+
+/* dwb = cols @ dout, i.e. the kernel gradient followed by the bias gradient
+ * (overwritten, not accumulated). If din is not NULL, din = col2im(w @
+ * dout^T), with dcols as scratch; the first layer of a model passes NULL and
  * skips that work. */
-void conv_backward(float *dw, float *db, float *din, float *dcols, const float *dout,
-		   const float *cols, const float *w, int B, int H, int W, int C, int KH, int KW,
-		   int OC);
+void conv_backward(float *dwb, float *din, float *dcols, const float *dout, const float *cols,
+		   const float *wb, int B, int H, int W, int C, int KH, int KW, int OC);
 
 #endif

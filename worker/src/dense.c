@@ -1,8 +1,9 @@
 /* dense.c - fully connected layer over cblas_sgemm. */
 #include "dense.h"
 
-#include <cblas.h>
 #include <string.h>
+
+#include "gemm.h"
 
 #include "simd.h"
 
@@ -26,7 +27,7 @@ static void sum_rows(float *restrict db, const float *restrict dout, int B, int 
 void dense_forward(float *out, const float *in, const float *w, const float *b, int B, int IN,
 		   int OUT)
 {
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, OUT, IN, 1.0f, in, IN, w, IN, 0.0f,
+	gemm(0, 1, B, OUT, IN, 1.0f, in, IN, w, IN, 0.0f,
 		    out, OUT);
 	add_bias(out, b, B, OUT);
 }
@@ -34,10 +35,12 @@ void dense_forward(float *out, const float *in, const float *w, const float *b, 
 void dense_backward(float *dw, float *db, float *din, const float *dout, const float *in,
 		    const float *w, int B, int IN, int OUT)
 {
-	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OUT, IN, B, 1.0f, dout, OUT, in, IN,
+	/* The input gradient first, while w is needed anyway, so that the
+	 * caller can update w right after dw is written, both still in cache. */
+	if (din)
+		gemm(0, 0, B, IN, OUT, 1.0f, dout, OUT,
+			    w, IN, 0.0f, din, IN);
+	gemm(1, 0, OUT, IN, B, 1.0f, dout, OUT, in, IN,
 		    0.0f, dw, IN);
 	sum_rows(db, dout, B, OUT);
-	if (din)
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, IN, OUT, 1.0f, dout, OUT,
-			    w, IN, 0.0f, din, IN);
 }

@@ -7,6 +7,7 @@
 #include "err.h"
 #include "log.h"
 #include "model_file.h"
+#include "parallel.h"
 #include "progress.h"
 
 int evaluate_run(const struct eval_config *cfg, FILE *out, char *err)
@@ -18,7 +19,9 @@ int evaluate_run(const struct eval_config *cfg, FILE *out, char *err)
 	struct progress p;
 	int rc = -1;
 
-	openblas_set_num_threads(cfg->threads);
+	openblas_set_num_threads(1);
+	if (parallel_init(cfg->threads, err) < 0)
+		return -1;
 	m = model_file_load(cfg->model_dir, cfg->batch_size, err);
 	if (!m)
 		goto out;
@@ -44,5 +47,6 @@ out:
 	free(y);
 	model_free(m);
 	dataset_release(&test);
+	parallel_shutdown();
 	return rc;
 }

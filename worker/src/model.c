@@ -125,7 +125,8 @@ static size_t carve_acts(struct model *m, float *base)
 		l->out = base ? base + off : NULL;
 		off += B * l->out_len;
 		if (l->kind == LAYER_CONV2D) {
-			size_t cols = (size_t)l->kh * l->kw * l->in_c * B * l->out_h * l->out_w;
+			size_t cols = (size_t)conv_cols_len((int)B, l->in_h, l->in_w, l->in_c,
+							     l->kh, l->kw);
 			l->cols = base ? base + off : NULL;
 			off += cols;
 			l->dcols = NULL;
@@ -229,7 +230,7 @@ void model_forward(struct model *m, const float *x, int B)
 		const float *w = m->params + l->w_off, *b = m->params + l->b_off;
 		switch (l->kind) {
 		case LAYER_CONV2D:
-			conv_forward(l->out, l->cols, in, w, b, B, l->in_h, l->in_w, l->in_c, l->kh,
+			conv_forward(l->out, l->cols, in, w, B, l->in_h, l->in_w, l->in_c, l->kh,
 				     l->kw, l->out_c);
 			break;
 		case LAYER_MAXPOOL2:
@@ -266,7 +267,7 @@ void model_backward(struct model *m, const float *x, int B, model_grads_ready_fn
 			relu_backward(dout, l->out, (size_t)B * l->out_len);
 		switch (l->kind) {
 		case LAYER_CONV2D:
-			conv_backward(dw, db, din, l->dcols, dout, l->cols, w, B, l->in_h, l->in_w,
+			conv_backward(dw, din, l->dcols, dout, l->cols, w, B, l->in_h, l->in_w,
 				      l->in_c, l->kh, l->kw, l->out_c);
 			break;
 		case LAYER_MAXPOOL2:

@@ -136,7 +136,10 @@ static struct model *model_from_header(const cJSON *h, size_t params_bytes, int 
 	if (strcmp(hash, want) != 0) {
 		err_set(err, "architecture hash %s does not match model '%s' (%s) as built here",
 			hash, name, want);
-	} else if ((uint64_t)nparams != m->nparams || params_bytes != m->nparams * sizeof(float)) {
+	} else if ((uint64_t)nparams != m->nparams) {
+		err_set(err, "'num_params' is %" PRId64 " but model '%s' has %zu parameters",
+			nparams, name, m->nparams);
+	} else if (params_bytes != m->nparams * sizeof(float)) {
 		err_set(err, "holds %zu bytes of parameters, model '%s' needs %zu", params_bytes,
 			name, m->nparams * sizeof(float));
 	} else {

@@ -6,7 +6,10 @@
 #include <string.h>
 
 #include "err.h"
+#include "parallel.h"
 #include "simd.h"
+
+#define MIN_SPLIT 65536 /* parameters; below this one thread is faster */
 
 int optimizer_parse(const char *name, enum optimizer_kind *out)
 {
@@ -77,23 +80,64 @@ static void adam(float *restrict w, float *restrict m, float *restrict v, const 
 	}
 }
 
-void optimizer_step(struct optimizer *o, float *params, const float *grads)
+void optimizer_begin_step(struct optimizer *o)
 {
 	o->iterations++;
+	if (o->kind == OPT_ADAM) {
+		double t = (double)o->iterations;
+		o->alpha = (float)(o->lr * sqrt(1.0 - pow(o->beta2, t)) / (1.0 - pow(o->beta1, t)));
+	}
+}
+
+static void apply_range(struct optimizer *o, float *params, const float *grads, size_t off,
+			size_t len)
+{
+	float *w = params + off;
+	const float *g = grads + off;
+
 	switch (o->kind) {
 	case OPT_SGD:
 		if (o->nslots)
-			sgd_momentum(params, o->state, grads, o->n, o->lr, o->momentum);
+			sgd_momentum(w, o->state + off, g, len, o->lr, o->momentum);
 		else
-			sgd(params, grads, o->n, o->lr);
+			sgd(w, g, len, o->lr);
 		break;
-	case OPT_ADAM: {
-		double t = (double)o->iterations;
-		float alpha = (float)(o->lr * sqrt(1.0 - pow(o->beta2, t)) /
-				      (1.0 - pow(o->beta1, t)));
-		adam(params, o->state, o->state + o->n, grads, o->n, alpha, o->beta1, o->beta2,
+	case OPT_ADAM:
+		adam(w, o->state + off, o->state + o->n + off, g, len, o->alpha, o->beta1, o->beta2,
 		     o->eps);
 		break;
 	}
-	}
+}
+
+struct apply_job {
+	struct optimizer *o;
+	float *params;
+	const float *grads;
+	size_t off, len;
+};
+
+static void apply_part(void *ctx, int part, int parts)
+{
+	struct apply_job *j = ctx;
+	size_t lo, hi;
+
+	parallel_range(j->len, part, parts, 16, &lo, &hi);
+	apply_range(j->o, j->params, j->grads, j->off + lo, hi - lo);
+}
+
+void optimizer_apply(struct optimizer *o, float *params, const float *grads, size_t off,
+		     size_t len)
+{
+	struct apply_job j = {o, params, grads, off, len};
+
+	if (len < MIN_SPLIT)
+		apply_range(o, params, grads, off, len);
+	else
+		parallel_run(apply_part, &j);
+}
+
+void optimizer_step(struct optimizer *o, float *params, const float *grads)
+{
+	optimizer_begin_step(o);
+	optimizer_apply(o, params, grads, 0, o->n);
 }

@@ -17,7 +17,8 @@ struct optimizer {
 	float lr;
 	float momentum;		  /* SGD; 0 disables the velocity slot */
 	float beta1, beta2, eps;  /* Adam: Keras' 0.9, 0.999, 1e-7 */
-	uint64_t iterations;	  /* steps applied so far */
+	uint64_t iterations;	  /* steps begun so far */
+	float alpha;		  /* Adam: the step size of the current iteration */
 	size_t n;		  /* parameters */
 	int nslots;		  /* state buffers of n floats: 0, 1 or 2 */
 	float *state;		  /* (nslots, n) */
@@ -33,8 +34,15 @@ void optimizer_init(struct optimizer *o, enum optimizer_kind kind, float lr, flo
 		    size_t n);
 void optimizer_release(struct optimizer *o);
 
-/* Applies one update: params -= f(grads). The arithmetic is element-wise in a
- * fixed order, so equal inputs give bitwise-equal results on every worker. */
+/* One update is optimizer_begin_step, then optimizer_apply over slices that
+ * together cover every parameter once, in any order: the trainer updates
+ * each layer as soon as its gradients are final, while they are still in
+ * cache. The arithmetic is element-wise, so equal inputs give bitwise-equal
+ * results on every worker, however the slices are cut.
+ * optimizer_step does both over the whole buffer. */
+void optimizer_begin_step(struct optimizer *o);
+void optimizer_apply(struct optimizer *o, float *params, const float *grads, size_t off,
+		     size_t len);
 void optimizer_step(struct optimizer *o, float *params, const float *grads);
 
 #endif

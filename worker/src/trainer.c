@@ -10,6 +10,7 @@
 #include "log.h"
 #include "loss.h"
 #include "model_file.h"
+#include "parallel.h"
 #include "progress.h"
 
 /* The training stream (see dataset.h): the permutation of the current pass
@@ -122,7 +123,16 @@ static int run_setup(struct run *r, const struct train_config *cfg, char *err)
 	return 0;
 }
 
-/* One step: forward, loss, backward, update. Adds the batch to run_metrics. */
+/* Called by the backward pass as each layer's gradients are final. */
+static void update_layer(void *ctx, size_t off, size_t len)
+{
+	struct run *r = ctx;
+
+	optimizer_apply(&r->opt, r->model->params, r->model->grads, off, len);
+}
+
+/* One step: forward, loss, backward with each layer updated as soon as its
+ * gradients are final. Adds the batch to sums. */
 static int train_step(struct run *r, int batch, uint64_t global_step, struct metrics *sums,
 		      char *err)
 {
@@ -135,8 +145,8 @@ static int train_step(struct run *r, int batch, uint64_t global_step, struct met
 	if (!isfinite(l.loss))
 		return err_set(err, "loss is %f at step %llu; lower --learning-rate", l.loss,
 			       (unsigned long long)global_step + 1);
-	model_backward(m, r->x, batch, NULL, NULL);
-	optimizer_step(&r->opt, m->params, m->grads);
+	optimizer_begin_step(&r->opt);
+	model_backward(m, r->x, batch, update_layer, r);
 	sums->loss_sum += l.loss;
 	sums->correct += (double)l.correct;
 	sums->count += batch;
@@ -151,7 +161,11 @@ int trainer_fit(const struct train_config *cfg, FILE *out, struct train_result *
 	uint64_t global_step = 0;
 	int rc = -1;
 
-	openblas_set_num_threads(cfg->threads);
+	/* OpenBLAS runs each product on the thread that asks; the compute
+	 * pool decides how products are shared (gemm.h). */
+	openblas_set_num_threads(1);
+	if (parallel_init(cfg->threads, err) < 0)
+		goto out;
 	if (run_setup(&r, cfg, err) < 0)
 		goto out;
 	long steps = cfg->steps_per_epoch
@@ -161,19 +175,21 @@ int trainer_fit(const struct train_config *cfg, FILE *out, struct train_result *
 	for (int epoch = 1; epoch <= cfg->epochs; epoch++) {
 		struct metrics sums = {0}, val = {0};
 		progress_epoch_begin(&p, epoch, cfg->epochs, steps);
+		double t0 = progress_now();
 		for (long step = 1; step <= steps; step++) {
 			if (train_step(&r, cfg->batch_size, global_step, &sums, err) < 0)
 				goto out;
 			global_step++;
 			progress_step(&p, step, (long)global_step, &sums);
 		}
+		double seconds = progress_now() - t0;
 		if (cfg->validation_steps != 0)
 			val = trainer_evaluate(r.model, &r.test, cfg->batch_size,
 					       cfg->validation_steps, r.x, r.y);
 		progress_epoch_end(&p, (long)global_step, &sums,
 				   cfg->validation_steps != 0 ? &val : NULL);
 		if (result)
-			*result = (struct train_result){sums, val, (long)global_step};
+			*result = (struct train_result){sums, val, (long)global_step, seconds};
 	}
 	if (cfg->model_dir[0]) {
 		struct model_file_info info = {optimizer_name(cfg->optimizer),
@@ -190,5 +206,6 @@ int trainer_fit(const struct train_config *cfg, FILE *out, struct train_result *
 	rc = 0;
 out:
 	run_release(&r);
+	parallel_shutdown();
 	return rc;
 }

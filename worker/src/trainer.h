@@ -35,6 +35,7 @@ struct train_config {
 struct train_result {
 	struct metrics train, val;
 	long global_step;
+	double seconds; /* wall time of the last epoch's steps, validation excluded */
 };
 
 /* Trains as configured, printing progress on out, and writes the model to

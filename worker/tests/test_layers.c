@@ -22,25 +22,26 @@ enum { CB = 2, CH = 5, CW = 6, CC = 2, CK = 3, COC = 3, COH = CH - CK + 1, COW =
 #define C_IN (CB * CH * CW * CC)
 #define C_W (CK * CK * CC * COC)
 #define C_OUT (CB * COH * COW * COC)
-#define C_COLS (CK * CK * CC * CB * COH * COW)
+#define C_COLS ((CK * CK * CC + 1) * CB * COH * COW)
 
-static double conv_loss(const float *in, const float *w, const float *b, const float *r)
+static double conv_loss(const float *in, const float *wb, const float *r)
 {
 	float out[C_OUT], cols[C_COLS];
 
-	conv_forward(out, cols, in, w, b, CB, CH, CW, CC, CK, CK, COC);
+	conv_forward(out, cols, in, wb, CB, CH, CW, CC, CK, CK, COC);
 	return dot_d(out, r, C_OUT);
 }
 
 static void test_conv_forward_matches_direct_convolution(void **state)
 {
-	float in[C_IN], w[C_W], b[COC], out[C_OUT], cols[C_COLS];
+	float in[C_IN], wb[C_W + COC], out[C_OUT], cols[C_COLS];
+	const float *w = wb, *b = wb + C_W;
 	(void)state;
 
+	assert_int_equal(conv_cols_len(CB, CH, CW, CC, CK, CK), C_COLS);
 	fill_uniform(in, C_IN, -1, 1, 1);
-	fill_uniform(w, C_W, -1, 1, 2);
-	fill_uniform(b, COC, -1, 1, 3);
-	conv_forward(out, cols, in, w, b, CB, CH, CW, CC, CK, CK, COC);
+	fill_uniform(wb, C_W + COC, -1, 1, 2);
+	conv_forward(out, cols, in, wb, CB, CH, CW, CC, CK, CK, COC);
 	for (int n = 0; n < CB; n++)
 		for (int oh = 0; oh < COH; oh++)
 			for (int ow = 0; ow < COW; ow++)
@@ -58,17 +59,17 @@ static void test_conv_forward_matches_direct_convolution(void **state)
 
 static void test_conv_gradients_match_finite_differences(void **state)
 {
-	float in[C_IN], w[C_W], b[COC], r[C_OUT], out[C_OUT], cols[C_COLS], dcols[C_COLS];
-	float dw[C_W], db[COC], din[C_IN];
+	float in[C_IN], wb[C_W + COC], r[C_OUT], out[C_OUT], cols[C_COLS], dcols[C_COLS];
+	float dwb[C_W + COC], din[C_IN];
+	float *w = wb, *b = wb + C_W, *dw = dwb, *db = dwb + C_W;
 	double num_w[C_W], num_b[COC], num_in[C_IN];
 	(void)state;
 
 	fill_uniform(in, C_IN, -1, 1, 4);
-	fill_uniform(w, C_W, -1, 1, 5);
-	fill_uniform(b, COC, -1, 1, 6);
+	fill_uniform(wb, C_W + COC, -1, 1, 5);
 	fill_uniform(r, C_OUT, -1, 1, 7);
-	conv_forward(out, cols, in, w, b, CB, CH, CW, CC, CK, CK, COC);
-	conv_backward(dw, db, din, dcols, r, cols, w, CB, CH, CW, CC, CK, CK, COC);
+	conv_forward(out, cols, in, wb, CB, CH, CW, CC, CK, CK, COC);
+	conv_backward(dwb, din, dcols, r, cols, wb, CB, CH, CW, CC, CK, CK, COC);
 	struct {
 		float *x;
 		double *num;
@@ -78,9 +79,9 @@ static void test_conv_gradients_match_finite_differences(void **state)
 		for (size_t i = 0; i < vars[v].n; i++) {
 			float keep = vars[v].x[i];
 			vars[v].x[i] = keep + GRADCHECK_H;
-			double up = conv_loss(in, w, b, r);
+			double up = conv_loss(in, wb, r);
 			vars[v].x[i] = keep - GRADCHECK_H;
-			double down = conv_loss(in, w, b, r);
+			double down = conv_loss(in, wb, r);
 			vars[v].x[i] = keep;
 			vars[v].num[i] = (up - down) / (2.0 * GRADCHECK_H);
 		}
