@@ -1,10 +1,12 @@
 /* conv.c - convolution as im2col + sgemm. */
 #include "conv.h"
 
+#include <cblas.h>
 #include <string.h>
 
 #include "gemm.h"
 #include "parallel.h"
+#include "simd.h"
 
 
 /* cols (KH*KW*C, B*OH*OW): row (kh, kw, c) holds, for every output pixel, the
@@ -65,40 +67,70 @@ static void col2im(float *restrict din, const float *restrict dcols, int b0, int
 	}
 }
 
-/* im2col or col2im over one part of the batch: examples never share input
- * pixels, so parts are independent. */
-struct lower_job {
-	float *dst;
-	const float *src;
-	int B, H, W, C, KH, KW;
-	int forward; /* im2col, else col2im */
+/* Bytes of columns and outputs one block of examples may occupy in cache. */
+#define BLOCK_BYTES (256 * 1024)
+
+SIMD_CLONES
+static void relu_rows(float *restrict x, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		x[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+struct forward_job {
+	float *out, *cols;
+	const float *in, *wb;
+	int B, H, W, C, KH, KW, OC, relu, block;
 };
 
-static void lower_part(void *ctx, int part, int parts)
+/* One part of the batch, in blocks of examples: examples never share input
+ * pixels, so blocks are independent. */
+static void forward_part(void *ctx, int part, int parts)
 {
-	const struct lower_job *j = ctx;
-	size_t lo, hi;
+	const struct forward_job *j = ctx;
+	int P = (j->H - j->KH + 1) * (j->W - j->KW + 1), K = j->KH * j->KW * j->C;
+	size_t M = (size_t)j->B * P, lo, hi;
 
 	parallel_range((size_t)j->B, part, parts, 1, &lo, &hi);
-	if (j->forward)
-		im2col(j->dst, j->src, (int)lo, (int)hi, j->B, j->H, j->W, j->C, j->KH, j->KW);
-	else
-		col2im(j->dst, j->src, (int)lo, (int)hi, j->B, j->H, j->W, j->C, j->KH, j->KW);
+	for (size_t b0 = lo; b0 < hi; b0 += (size_t)j->block) {
+		size_t b1 = b0 + (size_t)j->block < hi ? b0 + (size_t)j->block : hi;
+		size_t r0 = b0 * P, rows = (b1 - b0) * P;
+		float *out = j->out + r0 * j->OC;
+		im2col(j->cols, j->in, (int)b0, (int)b1, j->B, j->H, j->W, j->C, j->KH, j->KW);
+		for (size_t r = r0; r < r0 + rows; r++)
+			j->cols[(size_t)K * M + r] = 1.0f;
+		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)rows, j->OC, K + 1, 1.0f,
+			    j->cols + r0, (int)M, j->wb, j->OC, 0.0f, out, j->OC);
+		if (j->relu)
+			relu_rows(out, rows * j->OC);
+	}
 }
 
 void conv_forward(float *out, float *cols, const float *in, const float *wb, int B, int H, int W,
-		  int C, int KH, int KW, int OC)
+		  int C, int KH, int KW, int OC, int relu)
 {
-	int M = B * (H - KH + 1) * (W - KW + 1), K = KH * KW * C;
-	float *ones = cols + (size_t)K * M;
+	int P = (H - KH + 1) * (W - KW + 1);
+	size_t per_example = sizeof(float) * (size_t)P * (KH * KW * C + 1 + OC);
+	int block = (int)(BLOCK_BYTES / per_example);
+	struct forward_job j = {out, cols, in, wb, B, H, W, C, KH, KW, OC, relu,
+				block < 1 ? 1 : block};
 
-	struct lower_job j = {cols, in, B, H, W, C, KH, KW, 1};
+	parallel_run(forward_part, &j);
+}
 
-	parallel_run(lower_part, &j);
-	for (int i = 0; i < M; i++)
-		ones[i] = 1.0f;
-	gemm(1, 0, M, OC, K + 1, 1.0f, cols, M, wb, OC,
-		    0.0f, out, OC);
+struct col2im_job {
+	float *din;
+	const float *dcols;
+	int B, H, W, C, KH, KW;
+};
+
+static void col2im_part(void *ctx, int part, int parts)
+{
+	const struct col2im_job *j = ctx;
+	size_t lo, hi;
+
+	parallel_range((size_t)j->B, part, parts, 1, &lo, &hi);
+	col2im(j->din, j->dcols, (int)lo, (int)hi, j->B, j->H, j->W, j->C, j->KH, j->KW);
 }
 
 void conv_backward(float *dwb, float *din, float *dcols, const float *dout, const float *cols,
@@ -112,6 +144,6 @@ void conv_backward(float *dwb, float *din, float *dcols, const float *dout, cons
 		return;
 	gemm(0, 1, K, M, OC, 1.0f, wb, OC, dout, OC, 0.0f,
 		    dcols, M);
-	struct lower_job j = {din, dcols, B, H, W, C, KH, KW, 0};
-	parallel_run(lower_part, &j);
+	struct col2im_job j = {din, dcols, B, H, W, C, KH, KW};
+	parallel_run(col2im_part, &j);
 }

@@ -19,9 +19,11 @@ static inline long conv_cols_len(int B, int H, int W, int C, int KH, int KW)
 	return ((long)KH * KW * C + 1) * B * (H - KH + 1) * (W - KW + 1);
 }
 
-/* out = [im2col(in); 1] @ wb. */
+/* out = [im2col(in); 1] @ wb, then max(out, 0) if relu is set. The work
+ * runs in blocks of a few examples, lowering, product and ReLU each, so that
+ * a block's columns and outputs stay in cache. */
 void conv_forward(float *out, float *cols, const float *in, const float *wb, int B, int H, int W,
-		  int C, int KH, int KW, int OC);
+		  int C, int KH, int KW, int OC, int relu);
 
 /* dwb = cols @ dout, i.e. the kernel gradient followed by the bias gradient
  * (overwritten, not accumulated). If din is not NULL, din = col2im(w @

@@ -1,11 +1,16 @@
 /* dense.c - fully connected layer over cblas_sgemm. */
 #include "dense.h"
 
+#include <cblas.h>
 #include <string.h>
 
 #include "gemm.h"
-
+#include "parallel.h"
 #include "simd.h"
+
+/* Bytes a block of input features may occupy across w, dw, in and din: about
+ * half of a core's L2, so that each block is produced and consumed there. */
+#define BLOCK_BYTES (512 * 1024)
 
 SIMD_CLONES
 static void add_bias(float *restrict out, const float *restrict b, int B, int OUT)
@@ -24,23 +29,74 @@ static void sum_rows(float *restrict db, const float *restrict dout, int B, int 
 			db[j] += dout[(size_t)r * OUT + j];
 }
 
+/* d[r][j] = x[r][j] > 0 ? d[r][j] : 0 over a (rows, cols) block of row
+ * stride ld. */
+SIMD_CLONES
+static void mask_block(float *restrict d, const float *restrict x, int rows, int cols, int ld)
+{
+	for (int r = 0; r < rows; r++)
+		for (int j = 0; j < cols; j++)
+			d[(size_t)r * ld + j] = x[(size_t)r * ld + j] > 0.0f ? d[(size_t)r * ld + j]
+									     : 0.0f;
+}
+
 void dense_forward(float *out, const float *in, const float *w, const float *b, int B, int IN,
 		   int OUT)
 {
-	gemm(0, 1, B, OUT, IN, 1.0f, in, IN, w, IN, 0.0f,
-		    out, OUT);
+	gemm(0, 1, B, OUT, IN, 1.0f, in, IN, w, IN, 0.0f, out, OUT);
 	add_bias(out, b, B, OUT);
 }
 
-void dense_backward(float *dw, float *db, float *din, const float *dout, const float *in,
-		    const float *w, int B, int IN, int OUT)
+struct backward_job {
+	float *dw, *din;
+	const float *dout, *in, *w;
+	int B, IN, OUT, mask, block;
+	grad_ready_fn ready;
+	void *ctx;
+	size_t base;
+};
+
+static void backward_part(void *arg, int part, int parts)
 {
-	/* The input gradient first, while w is needed anyway, so that the
-	 * caller can update w right after dw is written, both still in cache. */
-	if (din)
-		gemm(0, 0, B, IN, OUT, 1.0f, dout, OUT,
-			    w, IN, 0.0f, din, IN);
-	gemm(1, 0, OUT, IN, B, 1.0f, dout, OUT, in, IN,
-		    0.0f, dw, IN);
+	const struct backward_job *j = arg;
+	size_t lo, hi;
+
+	parallel_range((size_t)j->IN, part, parts, 16, &lo, &hi);
+	for (size_t c0 = lo; c0 < hi; c0 += (size_t)j->block) {
+		int nc = (int)(hi - c0 < (size_t)j->block ? hi - c0 : (size_t)j->block);
+		if (j->din) {
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, j->B, nc, j->OUT,
+				    1.0f, j->dout, j->OUT, j->w + c0, j->IN, 0.0f, j->din + c0,
+				    j->IN);
+			if (j->mask)
+				mask_block(j->din + c0, j->in + c0, j->B, nc, j->IN);
+		}
+		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, j->OUT, nc, j->B, 1.0f,
+			    j->dout, j->OUT, j->in + c0, j->IN, 0.0f, j->dw + c0, j->IN);
+		if (j->ready) {
+			struct grad_slice s = {j->base + c0, (size_t)j->OUT, (size_t)nc,
+					       (size_t)j->IN};
+			j->ready(j->ctx, &s);
+		}
+	}
+}
+
+void dense_backward(float *dw, float *db, float *din, const float *dout, const float *in,
+		    const float *w, int B, int IN, int OUT, int mask_by_input, grad_ready_fn ready,
+		    void *ctx, size_t base)
+{
+	size_t per_feature = sizeof(float) * (2 * (size_t)OUT + 2 * (size_t)B);
+	int block = (int)(BLOCK_BYTES / per_feature) & ~15;
+	struct backward_job j = {dw,  din,   dout,		   in,	 w,   B,   IN,
+				 OUT, mask_by_input, block < 16 ? 16 : block, ready, ctx, base};
+
+	if (2.0 * B * IN * OUT < (1 << 20))
+		backward_part(&j, 0, 1); /* too small to share */
+	else
+		parallel_run(backward_part, &j);
 	sum_rows(db, dout, B, OUT);
+	if (ready) {
+		struct grad_slice s = {base + (size_t)IN * OUT, 1, (size_t)OUT, (size_t)OUT};
+		ready(ctx, &s);
+	}
 }

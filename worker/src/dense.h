@@ -1,19 +1,33 @@
-/* dense.h - fully connected layer, one cblas_sgemm per product.
+/* dense.h - fully connected layer over cblas_sgemm.
  *
- * Shapes: in (B, IN), w (OUT, IN) (stored output-major like PyTorch, which
- * keeps every product of the step on OpenBLAS' fastest path), b (OUT),
- * out (B, OUT).
+ * Shapes: in (B, IN), w (OUT, IN), b (OUT), out (B, OUT). The kernel is
+ * stored output-major, like PyTorch's and unlike Keras' (IN, OUT): OpenBLAS
+ * runs the forward product of that layout measurably faster, and a block of
+ * input features is then a block of columns in w and dw.
  */
 #ifndef MWJ_DENSE_H
 #define MWJ_DENSE_H
+
+#include "grad_slice.h"
 
 /* out = in @ w^T + b. */
 void dense_forward(float *out, const float *in, const float *w, const float *b, int B, int IN,
 		   int OUT);
 
-/* dw = dout^T @ in, db = sum over rows of dout (both overwritten). If din is
- * not NULL, din = dout @ w. */
+/* dw = dout^T @ in and db = sum over rows of dout (both overwritten); if din
+ * is not NULL, din = dout @ w, and if mask_by_input is set also
+ * din *= (in > 0): the backward pass of a ReLU whose output was this layer's
+ * input, fused in while din is in cache.
+ *
+ * The work runs in blocks of input features (columns of w): each block's
+ * din, then dw, then ready(ctx, slice) while that block of w and dw is still
+ * in cache, so that ready can apply the optimizer to it cheaply; a block of
+ * w is not read after its ready call. Slices are offsets into the model's
+ * gradient buffer, in which dw starts at base; blocks may be reported from
+ * several compute threads at once. db is reported last, as one row at
+ * base + OUT * IN. ready may be NULL. */
 void dense_backward(float *dw, float *db, float *din, const float *dout, const float *in,
-		    const float *w, int B, int IN, int OUT);
+		    const float *w, int B, int IN, int OUT, int mask_by_input, grad_ready_fn ready,
+		    void *ctx, size_t base);
 
 #endif

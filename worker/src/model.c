@@ -231,17 +231,17 @@ void model_forward(struct model *m, const float *x, int B)
 		switch (l->kind) {
 		case LAYER_CONV2D:
 			conv_forward(l->out, l->cols, in, w, B, l->in_h, l->in_w, l->in_c, l->kh,
-				     l->kw, l->out_c);
+				     l->kw, l->out_c, l->relu);
 			break;
 		case LAYER_MAXPOOL2:
 			maxpool_forward(l->out, in, B, l->in_h, l->in_w, l->in_c);
 			break;
 		case LAYER_DENSE:
 			dense_forward(l->out, in, w, b, B, (int)l->in_len, l->out_c);
+			if (l->relu)
+				relu_forward(l->out, (size_t)B * l->out_len);
 			break;
 		}
-		if (l->relu)
-			relu_forward(l->out, (size_t)B * l->out_len);
 		in = l->out;
 	}
 }
@@ -251,10 +251,18 @@ const float *model_logits(const struct model *m)
 	return m->layers[m->nlayers - 1].out;
 }
 
-void model_backward(struct model *m, const float *x, int B, model_grads_ready_fn on_layer_grads,
-		    void *ctx)
+/* Whether layer i, computing the gradient of its input, can also apply the
+ * backward pass of the ReLU that produced that input, saving a pass. */
+static int absorbs_input_relu(const struct model *m, int i)
+{
+	return i > 0 && m->layers[i - 1].relu &&
+	       (m->layers[i].kind == LAYER_DENSE || m->layers[i].kind == LAYER_MAXPOOL2);
+}
+
+void model_backward(struct model *m, const float *x, int B, grad_ready_fn on_grads, void *ctx)
 {
 	float *dout = m->dlogits;
+	int relu_done = 0; /* dout already has this layer's ReLU applied */
 
 	for (int i = m->nlayers - 1; i >= 0; i--) {
 		struct layer *l = &m->layers[i];
@@ -262,8 +270,9 @@ void model_backward(struct model *m, const float *x, int B, model_grads_ready_fn
 		float *din = i > 0 ? (dout == m->dbuf[0] ? m->dbuf[1] : m->dbuf[0]) : NULL;
 		float *dw = m->grads + l->w_off, *db = m->grads + l->b_off;
 		const float *w = m->params + l->w_off;
+		int absorb = absorbs_input_relu(m, i);
 
-		if (l->relu)
+		if (l->relu && !relu_done)
 			relu_backward(dout, l->out, (size_t)B * l->out_len);
 		switch (l->kind) {
 		case LAYER_CONV2D:
@@ -273,14 +282,20 @@ void model_backward(struct model *m, const float *x, int B, model_grads_ready_fn
 		case LAYER_MAXPOOL2:
 			if (din)
 				maxpool_backward(din, dout, in, l->out, B, l->in_h, l->in_w,
-						 l->in_c);
+						 l->in_c, absorb);
 			break;
 		case LAYER_DENSE:
-			dense_backward(dw, db, din, dout, in, w, B, (int)l->in_len, l->out_c);
+			/* Reports its slices itself, block by block. */
+			dense_backward(dw, db, din, dout, in, w, B, (int)l->in_len, l->out_c,
+				       absorb, on_grads, ctx, l->w_off);
 			break;
 		}
-		if (on_layer_grads && l->w_len + l->b_len > 0)
-			on_layer_grads(ctx, l->w_off, l->w_len + l->b_len);
+		if (on_grads && l->kind == LAYER_CONV2D) {
+			size_t n = l->w_len + l->b_len;
+			struct grad_slice s = {l->w_off, 1, n, n};
+			on_grads(ctx, &s);
+		}
+		relu_done = absorb;
 		dout = din;
 	}
 }

@@ -1,7 +1,8 @@
 /* model.h - the seed models: a sequence of layers over three contiguous
  * buffers (parameters, gradients, activations), each allocated once.
  *
- * Tensors are NHWC. Parameters are laid out layer by layer in forward order
+ * Tensors are NHWC and kernels use Keras' layouts: conv (KH, KW, C, OC),
+ * dense (OUT, IN). Parameters are laid out layer by layer in forward order
  * (kernel, then bias), so each layer's gradients are one contiguous slice of
  * the gradient buffer, and the backward pass finishes them last layer first.
  */
@@ -10,6 +11,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "grad_slice.h"
 
 #define MODEL_MAX_LAYERS 8
 #define MODEL_DESC_LEN 512
@@ -64,13 +67,16 @@ void model_init_params(struct model *m, uint64_t seed);
  * model_forward: x (B, in_h, in_w, in_c) -> logits (B, classes), B <= max_batch.
  * model_backward: reads model->dlogits (B, classes), which the caller fills,
  * and overwrites model->grads with the gradients for the same x and B.
- * on_layer_grads, if not NULL, is called as each layer's gradients are final,
- * last layer first, with that layer's slice [off, off + len) of grads. */
+ * on_grads, if not NULL, is called with slices of grads as they become
+ * final (grad_slice.h): layer by layer, last layer first, and within a dense
+ * layer block by block. Slices of one layer may be reported from several
+ * compute threads at once; they never overlap, together they cover the
+ * layer's parameters exactly once, and parameters are no longer read by the
+ * backward pass once their slice is reported, so the callback may update
+ * them. */
 void model_forward(struct model *m, const float *x, int B);
 const float *model_logits(const struct model *m);
-typedef void (*model_grads_ready_fn)(void *ctx, size_t off, size_t len);
-void model_backward(struct model *m, const float *x, int B, model_grads_ready_fn on_layer_grads,
-		    void *ctx);
+void model_backward(struct model *m, const float *x, int B, grad_ready_fn on_grads, void *ctx);
 
 /* Floating-point operations of the matrix products of one training step
  * (forward and backward) at batch B, for throughput reports. */

@@ -89,8 +89,8 @@ void optimizer_begin_step(struct optimizer *o)
 	}
 }
 
-static void apply_range(struct optimizer *o, float *params, const float *grads, size_t off,
-			size_t len)
+void optimizer_apply(struct optimizer *o, float *params, const float *grads, size_t off,
+		     size_t len)
 {
 	float *w = params + off;
 	const float *g = grads + off;
@@ -109,35 +109,35 @@ static void apply_range(struct optimizer *o, float *params, const float *grads, 
 	}
 }
 
-struct apply_job {
+void optimizer_apply_slice(struct optimizer *o, float *params, const float *grads,
+			   const struct grad_slice *s)
+{
+	for (size_t r = 0; r < s->rows; r++)
+		optimizer_apply(o, params, grads, s->off + r * s->stride, s->cols);
+}
+
+struct step_job {
 	struct optimizer *o;
 	float *params;
 	const float *grads;
-	size_t off, len;
 };
 
-static void apply_part(void *ctx, int part, int parts)
+static void step_part(void *ctx, int part, int parts)
 {
-	struct apply_job *j = ctx;
+	struct step_job *j = ctx;
 	size_t lo, hi;
 
-	parallel_range(j->len, part, parts, 16, &lo, &hi);
-	apply_range(j->o, j->params, j->grads, j->off + lo, hi - lo);
-}
-
-void optimizer_apply(struct optimizer *o, float *params, const float *grads, size_t off,
-		     size_t len)
-{
-	struct apply_job j = {o, params, grads, off, len};
-
-	if (len < MIN_SPLIT)
-		apply_range(o, params, grads, off, len);
-	else
-		parallel_run(apply_part, &j);
+	parallel_range(j->o->n, part, parts, 16, &lo, &hi);
+	optimizer_apply(j->o, j->params, j->grads, lo, hi - lo);
 }
 
 void optimizer_step(struct optimizer *o, float *params, const float *grads)
 {
+	struct step_job j = {o, params, grads};
+
 	optimizer_begin_step(o);
-	optimizer_apply(o, params, grads, 0, o->n);
+	if (o->n < MIN_SPLIT)
+		optimizer_apply(o, params, grads, 0, o->n);
+	else
+		parallel_run(step_part, &j);
 }

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "grad_slice.h"
+
 enum optimizer_kind { OPT_SGD, OPT_ADAM };
 
 struct optimizer {
@@ -38,11 +40,15 @@ void optimizer_release(struct optimizer *o);
  * together cover every parameter once, in any order: the trainer updates
  * each layer as soon as its gradients are final, while they are still in
  * cache. The arithmetic is element-wise, so equal inputs give bitwise-equal
- * results on every worker, however the slices are cut.
- * optimizer_step does both over the whole buffer. */
+ * results on every worker, however the slices are cut. optimizer_apply runs
+ * on the calling thread and may be called from several compute threads at
+ * once for disjoint slices. optimizer_step does both over the whole buffer,
+ * shared among the compute threads. */
 void optimizer_begin_step(struct optimizer *o);
 void optimizer_apply(struct optimizer *o, float *params, const float *grads, size_t off,
 		     size_t len);
+void optimizer_apply_slice(struct optimizer *o, float *params, const float *grads,
+			   const struct grad_slice *s);
 void optimizer_step(struct optimizer *o, float *params, const float *grads);
 
 #endif

@@ -28,7 +28,7 @@ void maxpool_forward(float *restrict out, const float *restrict in, int B, int H
 }
 
 void maxpool_backward(float *restrict din, const float *restrict dout, const float *restrict in,
-		      const float *restrict out, int B, int H, int W, int C)
+		      const float *restrict out, int B, int H, int W, int C, int mask_by_input)
 {
 	int OH = H / 2, OW = W / 2;
 
@@ -41,6 +41,8 @@ void maxpool_backward(float *restrict din, const float *restrict dout, const flo
 						top + (size_t)W * C + C};
 				size_t o = (((size_t)b * OH + oh) * OW + ow) * C;
 				for (int c = 0; c < C; c++) {
+					if (mask_by_input && !(out[o + c] > 0.0f))
+						continue;
 					for (int k = 0; k < 4; k++) {
 						if (in[at[k] + c] == out[o + c]) {
 							din[at[k] + c] = dout[o + c];

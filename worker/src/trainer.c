@@ -124,11 +124,11 @@ static int run_setup(struct run *r, const struct train_config *cfg, char *err)
 }
 
 /* Called by the backward pass as each layer's gradients are final. */
-static void update_layer(void *ctx, size_t off, size_t len)
+static void update_layer(void *ctx, const struct grad_slice *s)
 {
 	struct run *r = ctx;
 
-	optimizer_apply(&r->opt, r->model->params, r->model->grads, off, len);
+	optimizer_apply_slice(&r->opt, r->model->params, r->model->grads, s);
 }
 
 /* One step: forward, loss, backward with each layer updated as soon as its

@@ -28,7 +28,7 @@ static double conv_loss(const float *in, const float *wb, const float *r)
 {
 	float out[C_OUT], cols[C_COLS];
 
-	conv_forward(out, cols, in, wb, CB, CH, CW, CC, CK, CK, COC);
+	conv_forward(out, cols, in, wb, CB, CH, CW, CC, CK, CK, COC, 0);
 	return dot_d(out, r, C_OUT);
 }
 
@@ -41,7 +41,7 @@ static void test_conv_forward_matches_direct_convolution(void **state)
 	assert_int_equal(conv_cols_len(CB, CH, CW, CC, CK, CK), C_COLS);
 	fill_uniform(in, C_IN, -1, 1, 1);
 	fill_uniform(wb, C_W + COC, -1, 1, 2);
-	conv_forward(out, cols, in, wb, CB, CH, CW, CC, CK, CK, COC);
+	conv_forward(out, cols, in, wb, CB, CH, CW, CC, CK, CK, COC, 0);
 	for (int n = 0; n < CB; n++)
 		for (int oh = 0; oh < COH; oh++)
 			for (int ow = 0; ow < COW; ow++)
@@ -68,7 +68,7 @@ static void test_conv_gradients_match_finite_differences(void **state)
 	fill_uniform(in, C_IN, -1, 1, 4);
 	fill_uniform(wb, C_W + COC, -1, 1, 5);
 	fill_uniform(r, C_OUT, -1, 1, 7);
-	conv_forward(out, cols, in, wb, CB, CH, CW, CC, CK, CK, COC);
+	conv_forward(out, cols, in, wb, CB, CH, CW, CC, CK, CK, COC, 0);
 	conv_backward(dwb, din, dcols, r, cols, wb, CB, CH, CW, CC, CK, CK, COC);
 	struct {
 		float *x;
@@ -121,7 +121,7 @@ static void test_dense_gradients_match_finite_differences(void **state)
 				s += (double)in[i * DIN + k] * w[o * DIN + k];
 			assert_float_equal(out[i * DOUT + o], s, 1e-5);
 		}
-	dense_backward(dw, db, din, r, in, w, DB, DIN, DOUT);
+	dense_backward(dw, db, din, r, in, w, DB, DIN, DOUT, 0, NULL, NULL, 0);
 	struct {
 		float *x;
 		double *num;
@@ -186,7 +186,7 @@ static void test_maxpool_gradient_matches_finite_differences(void **state)
 		in[i] = 0.05f * (float)((i * 37) % P_IN);
 	fill_uniform(r, P_OUT, -1, 1, 14);
 	maxpool_forward(out, in, PB, PH, PW, PC);
-	maxpool_backward(din, r, in, out, PB, PH, PW, PC);
+	maxpool_backward(din, r, in, out, PB, PH, PW, PC, 0);
 	for (int i = 0; i < P_IN; i++) {
 		float keep = in[i], o[P_OUT];
 		in[i] = keep + GRADCHECK_H;
@@ -211,7 +211,7 @@ static void test_maxpool_routes_ties_to_the_first_maximum(void **state)
 	(void)state;
 
 	maxpool_forward(out, in, 1, 2, 2, 1);
-	maxpool_backward(din, dout, in, out, 1, 2, 2, 1);
+	maxpool_backward(din, dout, in, out, 1, 2, 2, 1, 0);
 	assert_true(out[0] == 1.0f);
 	assert_true(din[0] == 5.0f && din[1] == 0.0f && din[2] == 0.0f && din[3] == 0.0f);
 }
@@ -264,6 +264,53 @@ static void test_softmax_xent_is_stable_for_huge_logits(void **state)
 	assert_true(isfinite(dz[0]) && isfinite(dz[1]) && isfinite(dz[2]));
 }
 
+/* The fused ReLU backward passes: a dense layer masking its input gradient,
+ * and a max pool routing nothing from a window whose maximum is 0, give
+ * what a separate relu_backward would. */
+static void test_dense_input_mask_equals_a_separate_relu_backward(void **state)
+{
+	float in[DB * DIN], w[DOUT * DIN], r[DB * DOUT], dw[DOUT * DIN], db[DOUT];
+	float plain[DB * DIN], fused[DB * DIN];
+	(void)state;
+
+	fill_uniform(in, DB * DIN, -1, 1, 20);
+	relu_forward(in, DB * DIN);
+	fill_uniform(w, DOUT * DIN, -1, 1, 21);
+	fill_uniform(r, DB * DOUT, -1, 1, 22);
+	dense_backward(dw, db, plain, r, in, w, DB, DIN, DOUT, 0, NULL, NULL, 0);
+	relu_backward(plain, in, DB * DIN);
+	dense_backward(dw, db, fused, r, in, w, DB, DIN, DOUT, 1, NULL, NULL, 0);
+	assert_memory_equal(plain, fused, sizeof(plain));
+}
+
+static void test_maxpool_input_mask_equals_a_separate_relu_backward(void **state)
+{
+	float in[P_IN], out[P_OUT], r[P_OUT], plain[P_IN], fused[P_IN];
+	(void)state;
+
+	fill_uniform(in, P_IN, -1, 1, 23);
+	relu_forward(in, P_IN);
+	fill_uniform(r, P_OUT, -1, 1, 24);
+	maxpool_forward(out, in, PB, PH, PW, PC);
+	maxpool_backward(plain, r, in, out, PB, PH, PW, PC, 0);
+	relu_backward(plain, in, P_IN);
+	maxpool_backward(fused, r, in, out, PB, PH, PW, PC, 1);
+	assert_memory_equal(plain, fused, sizeof(plain));
+}
+
+static void test_conv_forward_with_relu_equals_relu_after_conv(void **state)
+{
+	float in[C_IN], wb[C_W + COC], plain[C_OUT], fused[C_OUT], cols[C_COLS];
+	(void)state;
+
+	fill_uniform(in, C_IN, -1, 1, 25);
+	fill_uniform(wb, C_W + COC, -1, 1, 26);
+	conv_forward(plain, cols, in, wb, CB, CH, CW, CC, CK, CK, COC, 0);
+	relu_forward(plain, C_OUT);
+	conv_forward(fused, cols, in, wb, CB, CH, CW, CC, CK, CK, COC, 1);
+	assert_memory_equal(plain, fused, sizeof(plain));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -276,6 +323,9 @@ int main(void)
 	    cmocka_unit_test(test_softmax_xent_gradient_matches_finite_differences),
 	    cmocka_unit_test(test_softmax_xent_matches_definition_and_counts_argmax_hits),
 	    cmocka_unit_test(test_softmax_xent_is_stable_for_huge_logits),
+	    cmocka_unit_test(test_dense_input_mask_equals_a_separate_relu_backward),
+	    cmocka_unit_test(test_maxpool_input_mask_equals_a_separate_relu_backward),
+	    cmocka_unit_test(test_conv_forward_with_relu_equals_relu_after_conv),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

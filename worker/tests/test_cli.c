@@ -1,0 +1,821 @@
+/* test_cli.c - the mwj-worker binary as a user runs it: help, usage errors,
+ * bad flags and environment, bad data, and short real runs of train and
+ * evaluate in text and JSON.
+ *
+ * The binary is found through MWJ_WORKER_BIN and the data through
+ * MWJ_TEST_DATA (both set by 'make test'). Each run gets stdin from
+ * /dev/null, stdout and stderr in files (so never a terminal), the inherited
+ * environment minus every MWJ_* variable, and a time limit. Each test gets its
+ * own mkdtemp directory, removed by the teardown even when the test fails.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <regex.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "err.h"
+#include "model.h"
+#include "model_file.h"
+
+#define DEFAULT_DATA_DIR "/usr/share/datasets/fashion-mnist"
+#define QUICK_SECONDS    60  /* runs that stop at parsing or loading */
+#define TRAIN_SECONDS    600 /* runs that train or evaluate, generous for sanitizers */
+
+/* Keras' numbers: "%.4f", or "%.4e" when |v| <= 1e-3. */
+#define NUM "([0-9]+\\.[0-9]{4}|[0-9]\\.[0-9]{4}e[-+][0-9]{2})"
+/* " - 1s 12ms/step" at the end of an epoch (Progbar._format_time). */
+#define FINAL_TIME " - [0-9]+s [0-9]+(s|ms|us)/step"
+
+extern char **environ;
+
+static const char *worker_bin;
+
+struct fixture {
+	char dir[64];
+	char path[PATH_MAX];
+	int status; /* exit status of the last run; 128 + signal if killed */
+	char *out;  /* its stdout and stderr, NUL-terminated */
+	char *err;
+};
+
+static const char *data_dir(void)
+{
+	const char *d = getenv("MWJ_TEST_DATA");
+
+	return d && d[0] ? d : DEFAULT_DATA_DIR;
+}
+
+static void remove_tree(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e = NULL;
+	char p[PATH_MAX];
+
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		if (unlink(p) != 0)
+			remove_tree(p);
+	}
+	if (d != NULL)
+		closedir(d);
+	rmdir(dir);
+}
+
+static int setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+
+	if (fx == NULL)
+		return -1;
+	snprintf(fx->dir, sizeof(fx->dir), "/tmp/mwj-test-cli-XXXXXX");
+	if (mkdtemp(fx->dir) == NULL) {
+		free(fx);
+		return -1;
+	}
+	*state = fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+
+	remove_tree(fx->dir);
+	free(fx->out);
+	free(fx->err);
+	free(fx);
+	return 0;
+}
+
+/* The path of name in the fixture's directory (valid until the next call). */
+static const char *tmp_path(struct fixture *fx, const char *name)
+{
+	snprintf(fx->path, sizeof(fx->path), "%s/%s", fx->dir, name);
+	return fx->path;
+}
+
+static char *read_text(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+
+	assert_non_null(f);
+	for (;;) {
+		if (cap - len < 4096) {
+			cap = cap ? cap * 2 : 8192;
+			buf = realloc(buf, cap);
+			assert_non_null(buf);
+		}
+		size_t n = fread(buf + len, 1, cap - len - 1, f);
+		len += n;
+		if (n == 0)
+			break;
+	}
+	fclose(f);
+	buf[len] = '\0';
+	return buf;
+}
+
+static double now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The inherited environment without MWJ_* (a developer's own settings must
+ * not change what the tests see), then extra ("NAME=value", NULL-ended). */
+static char **child_env(const char *const *extra)
+{
+	size_t n = 0, k = 0;
+	char **env;
+
+	while (environ[n])
+		n++;
+	for (size_t i = 0; extra && extra[i]; i++)
+		n++;
+	env = calloc(n + 1, sizeof(*env));
+	assert_non_null(env);
+	for (size_t i = 0; environ[i]; i++)
+		if (strncmp(environ[i], "MWJ_", 4) != 0)
+			env[k++] = environ[i];
+	for (size_t i = 0; extra && extra[i]; i++)
+		env[k++] = (char *)extra[i];
+	env[k] = NULL;
+	return env;
+}
+
+/* Runs mwj-worker with args (NULL-ended) and extra environment, waits at
+ * most timeout seconds, and keeps its exit status and output in fx. */
+static void run_env(struct fixture *fx, const char *const *extra_env, int timeout,
+                    const char *const *args)
+{
+	char out_path[PATH_MAX], err_path[PATH_MAX];
+	const char *argv[64];
+	posix_spawn_file_actions_t fa;
+	char **env = child_env(extra_env);
+	pid_t pid = -1;
+	int st = 0, rc;
+	size_t n = 0;
+	double deadline;
+
+	/* cmocka's setup made fx; this tells clang-analyzer, which cannot see
+	 * that, and does not know that a failed assertion leaves the test. */
+	if (fx == NULL)
+		abort();
+	argv[n++] = worker_bin;
+	for (size_t i = 0; args[i]; i++) {
+		assert_true(n + 1 < sizeof(argv) / sizeof(argv[0]));
+		argv[n++] = args[i];
+	}
+	argv[n] = NULL;
+	snprintf(out_path, sizeof(out_path), "%s/.stdout", fx->dir);
+	snprintf(err_path, sizeof(err_path), "%s/.stderr", fx->dir);
+	assert_int_equal(posix_spawn_file_actions_init(&fa), 0);
+	assert_int_equal(posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0), 0);
+	assert_int_equal(
+	    posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600),
+	    0);
+	assert_int_equal(
+	    posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600),
+	    0);
+	rc = posix_spawn(&pid, worker_bin, &fa, NULL, (char *const *)argv, env);
+	posix_spawn_file_actions_destroy(&fa);
+	free(env);
+	if (rc != 0)
+		fail_msg("spawn '%s': %s", worker_bin, strerror(rc));
+
+	deadline = now_seconds() + timeout;
+	for (;;) {
+		pid_t w = waitpid(pid, &st, WNOHANG);
+		if (w == pid)
+			break;
+		assert_true(w == 0 || errno == EINTR);
+		if (now_seconds() > deadline) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			fail_msg("'%s %s' did not finish in %d s", worker_bin, args[0], timeout);
+		}
+		nanosleep(&(struct timespec){0, 10L * 1000 * 1000}, NULL);
+	}
+	fx->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	free(fx->out);
+	free(fx->err);
+	fx->out = read_text(out_path);
+	fx->err = read_text(err_path);
+}
+
+#define RUN(fx, timeout, ...) run_env(fx, NULL, timeout, (const char *const[]){__VA_ARGS__, NULL})
+#define RUN_ENV(fx, env, timeout, ...)                                                             \
+	run_env(fx, (const char *const[]){env, NULL}, timeout,                                     \
+	        (const char *const[]){__VA_ARGS__, NULL})
+
+static void assert_status(const struct fixture *fx, int want)
+{
+	if (fx->status != want)
+		fail_msg("exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", fx->status, want,
+		         fx->out, fx->err);
+}
+
+static void assert_contains(const char *s, const char *part)
+{
+	if (strstr(s, part) == NULL)
+		fail_msg("'%s' does not contain '%s'", s, part);
+}
+
+static int matches(const char *s, const char *pattern)
+{
+	regex_t re;
+	int rc;
+
+	assert_int_equal(regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB), 0);
+	rc = regexec(&re, s, 0, NULL, 0);
+	regfree(&re);
+	return rc == 0;
+}
+
+static void assert_matches(const char *s, const char *pattern)
+{
+	if (!matches(s, pattern))
+		fail_msg("'%s' does not match /%s/", s, pattern);
+}
+
+/* A usage error: exit 1, nothing on stdout, and stderr naming each part. */
+static void assert_usage_error(const struct fixture *fx, const char *part1, const char *part2)
+{
+	assert_status(fx, 1);
+	assert_string_equal(fx->out, "");
+	assert_contains(fx->err, part1);
+	if (part2)
+		assert_contains(fx->err, part2);
+}
+
+/* Splits text in place into lines (without '\n'); returns how many. */
+static int split_lines(char *text, char **lines, int max)
+{
+	int n = 0;
+	char *line;
+
+	while ((line = strsep(&text, "\n")) != NULL) {
+		if (line[0] == '\0' && text == NULL)
+			break;
+		assert_true(n < max);
+		lines[n++] = line;
+	}
+	return n;
+}
+
+/* The line of help that documents flag ("  --flag ..."), or NULL. */
+static const char *help_line(const char *help, const char *flag)
+{
+	char want[64];
+	const char *p = help;
+
+	snprintf(want, sizeof(want), "\n  %s ", flag);
+	p = strstr(p, want);
+	return p ? p + 1 : NULL;
+}
+
+static void assert_flags_documented(const char *help, const char *const *flags, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *line = help_line(help, flags[i]);
+		if (line == NULL)
+			fail_msg("--help does not list %s:\n%s", flags[i], help);
+		const char *end = strchr(line, '\n');
+		const char *def = strstr(line, "default");
+		if (def == NULL || (end && def > end))
+			fail_msg("--help gives no default for %s: '%.*s'", flags[i],
+			         end ? (int)(end - line) : (int)strlen(line), line);
+	}
+}
+
+static void test_train_help_lists_every_flag_with_its_default(void **state)
+{
+	struct fixture *fx = *state;
+	static const char *const flags[] = {
+	    "--model",         "--epochs",           "--steps-per-epoch", "--batch-size",
+	    "--learning-rate", "--optimizer",        "--momentum",        "--seed",
+	    "--data-dir",      "--validation-steps", "--model-dir",       "--threads",
+	    "--log-format",    "--log-level",        "--log-every",
+	};
+
+	RUN(fx, QUICK_SECONDS, "train", "--help");
+	assert_status(fx, 0);
+	assert_string_equal(fx->err, "");
+	assert_contains(fx->out, "usage: mwj-worker train");
+	assert_flags_documented(fx->out, flags, sizeof(flags) / sizeof(flags[0]));
+	assert_non_null(help_line(fx->out, "--help"));
+}
+
+static void test_evaluate_help_lists_its_own_flags_with_defaults(void **state)
+{
+	struct fixture *fx = *state;
+	static const char *const flags[] = {
+	    "--model-dir", "--data-dir", "--batch-size", "--threads", "--log-format", "--log-level",
+	};
+
+	RUN(fx, QUICK_SECONDS, "evaluate", "--help");
+	assert_status(fx, 0);
+	assert_string_equal(fx->err, "");
+	assert_contains(fx->out, "usage: mwj-worker evaluate");
+	assert_flags_documented(fx->out, flags, sizeof(flags) / sizeof(flags[0]));
+	/* Training flags would be refused by evaluate, so they are not offered. */
+	assert_null(help_line(fx->out, "--epochs"));
+	assert_null(help_line(fx->out, "--learning-rate"));
+}
+
+static void test_top_level_help_names_both_commands(void **state)
+{
+	struct fixture *fx = *state;
+	static const char *const spellings[] = {"--help", "-h", "help"};
+
+	for (size_t i = 0; i < sizeof(spellings) / sizeof(spellings[0]); i++) {
+		RUN(fx, QUICK_SECONDS, spellings[i]);
+		assert_status(fx, 0);
+		assert_string_equal(fx->err, "");
+		assert_contains(fx->out, "usage: mwj-worker <command>");
+		assert_matches(fx->out, "\n  train +[a-z]");
+		assert_matches(fx->out, "\n  evaluate +[a-z]");
+	}
+}
+
+static void test_version_prints_one_line_with_the_version(void **state)
+{
+	struct fixture *fx = *state;
+
+	RUN(fx, QUICK_SECONDS, "--version");
+	assert_status(fx, 0);
+	assert_string_equal(fx->err, "");
+	assert_matches(fx->out, "^mwj-worker [0-9]+\\.[0-9]+\\.[0-9]+\n$");
+}
+
+static void test_no_command_is_a_usage_error(void **state)
+{
+	struct fixture *fx = *state;
+
+	run_env(fx, NULL, QUICK_SECONDS, (const char *const[]){NULL});
+	assert_usage_error(fx, "no command given", "--help");
+}
+
+static void test_an_unknown_command_is_named(void **state)
+{
+	struct fixture *fx = *state;
+
+	RUN(fx, QUICK_SECONDS, "frobnicate", "--epochs", "2");
+	assert_usage_error(fx, "unknown command 'frobnicate'", NULL);
+}
+
+static void test_an_unknown_flag_is_named(void **state)
+{
+	struct fixture *fx = *state;
+
+	RUN(fx, QUICK_SECONDS, "train", "--epochs", "2", "--bogus");
+	assert_usage_error(fx, "unknown flag '--bogus'", NULL);
+	/* A short flag inside a word is named itself, not the word before. */
+	RUN(fx, QUICK_SECONDS, "train", "-xy");
+	assert_usage_error(fx, "unknown flag '-x'", NULL);
+	/* Training flags are not evaluate flags. */
+	RUN(fx, QUICK_SECONDS, "evaluate", "--model-dir", fx->dir, "--epochs", "3");
+	assert_usage_error(fx, "unknown flag '--epochs'", NULL);
+}
+
+static void test_a_flag_without_its_value_is_named(void **state)
+{
+	struct fixture *fx = *state;
+
+	RUN(fx, QUICK_SECONDS, "train", "--batch-size");
+	assert_usage_error(fx, "'--batch-size' needs a value", NULL);
+	RUN(fx, QUICK_SECONDS, "evaluate", "--model-dir");
+	assert_usage_error(fx, "'--model-dir' needs a value", NULL);
+}
+
+static void test_a_stray_argument_is_named(void **state)
+{
+	struct fixture *fx = *state;
+
+	RUN(fx, QUICK_SECONDS, "train", "--epochs", "2", "fashion");
+	assert_usage_error(fx, "unexpected argument 'fashion'", NULL);
+}
+
+/* Every bad value must be refused before any work, naming the flag and the
+ * value the user typed. */
+static void test_bad_flag_values_are_refused_naming_flag_and_value(void **state)
+{
+	struct fixture *fx = *state;
+	static const struct {
+		const char *cmd, *flag, *value;
+		const char *says;      /* more the message must say */
+		const char *shown;     /* how the value appears, if not "'value'" */
+		const char *before[3]; /* arguments the case needs first, NULL-ended */
+	} cases[] = {
+	    {"train", "--epochs", "0", "out of range", NULL, {NULL}},
+	    {"train", "--epochs", "-1", "out of range", NULL, {NULL}},
+	    {"train", "--epochs", "", "not a whole number", NULL, {NULL}},
+	    {"train", "--batch-size", "0", "out of range", NULL, {NULL}},
+	    {"train", "--batch-size", "70000", "out of range", NULL, {NULL}},
+	    {"train", "--batch-size", "64x", "not a whole number", NULL, {NULL}},
+	    {"train", "--learning-rate", "0", "out of range", NULL, {NULL}},
+	    {"train", "--learning-rate", "-1", "out of range", NULL, {NULL}},
+	    {"train", "--learning-rate", "nan", "not a finite number", NULL, {NULL}},
+	    {"train", "--learning-rate", "inf", "not a finite number", NULL, {NULL}},
+	    {"train", "--learning-rate", "abc", "not a number", NULL, {NULL}},
+	    {"train", "--momentum", "1.0", "out of range", NULL, {NULL}},
+	    {"train", "--momentum", "-0.5", "out of range", NULL, {NULL}},
+	    {"train", "--threads", "0", "out of range", NULL, {NULL}},
+	    {"train", "--threads", "999", "out of range", NULL, {NULL}},
+	    {"train", "--seed", "-1", "out of range", NULL, {NULL}},
+	    {"train", "--seed", "18446744073709551616", "out of range", NULL, {NULL}},
+	    {"train", "--steps-per-epoch", "1.5", "not a whole number", NULL, {NULL}},
+	    {"train", "--steps-per-epoch", "0", "out of range", NULL, {NULL}},
+	    {"train", "--validation-steps", "-3", "out of range", NULL, {NULL}},
+	    {"train", "--log-every", "-1", "out of range", NULL, {NULL}},
+	    {"train", "--model", "resnet50", "unknown model", NULL, {NULL}},
+	    {"train", "--optimizer", "rmsprop", "sgd or adam", NULL, {NULL}},
+	    {"train", "--log-format", "xml", "text or json", NULL, {NULL}},
+	    {"train", "--log-level", "loud", "debug, info, warn or error", NULL, {NULL}},
+	    {"train",
+	     "--momentum",
+	     "0.9",
+	     "not 'adam'",
+	     "--momentum 0.9",
+	     {"--optimizer", "adam", NULL}},
+	    {"evaluate", "--batch-size", "0", "out of range", NULL, {"--model-dir", "/tmp", NULL}},
+	    {"evaluate", "--threads", "999", "out of range", NULL, {"--model-dir", "/tmp", NULL}},
+	    {"evaluate",
+	     "--log-format",
+	     "xml",
+	     "text or json",
+	     NULL,
+	     {"--model-dir", "/tmp", NULL}},
+	};
+	char quoted[128];
+	int bad = 0;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *args[8];
+		size_t n = 0;
+
+		args[n++] = cases[i].cmd;
+		for (size_t j = 0; cases[i].before[j]; j++)
+			args[n++] = cases[i].before[j];
+		args[n++] = cases[i].flag;
+		args[n++] = cases[i].value;
+		args[n] = NULL;
+		run_env(fx, NULL, QUICK_SECONDS, args);
+		snprintf(quoted, sizeof(quoted), "'%s'", cases[i].value);
+		if (fx->status != 1 || fx->out[0] != '\0' || !strstr(fx->err, cases[i].flag) ||
+		    !strstr(fx->err, cases[i].shown ? cases[i].shown : quoted) ||
+		    !strstr(fx->err, cases[i].says)) {
+			print_error("%s %s '%s': exit %d, stderr: %s", cases[i].cmd, cases[i].flag,
+			            cases[i].value, fx->status, fx->err);
+			bad++;
+		}
+	}
+	assert_int_equal(bad, 0);
+}
+
+static void test_bad_environment_is_refused_naming_the_variable(void **state)
+{
+	struct fixture *fx = *state;
+
+	RUN_ENV(fx, "MWJ_LOG_FORMAT=xml", QUICK_SECONDS, "train", "--epochs", "1");
+	assert_usage_error(fx, "MWJ_LOG_FORMAT", "'xml'");
+	RUN_ENV(fx, "MWJ_LOG_LEVEL=loud", QUICK_SECONDS, "evaluate", "--model-dir", fx->dir);
+	assert_usage_error(fx, "MWJ_LOG_LEVEL", "'loud'");
+}
+
+static void test_a_missing_data_dir_names_the_missing_file(void **state)
+{
+	struct fixture *fx = *state;
+	char missing[PATH_MAX], want[PATH_MAX + 64];
+
+	snprintf(missing, sizeof(missing), "%s/no-such-dir", fx->dir);
+	RUN(fx, QUICK_SECONDS, "train", "--data-dir", missing, "--threads", "1");
+	assert_status(fx, 1);
+	snprintf(want, sizeof(want), "%s/train-images-idx3-ubyte", missing);
+	assert_contains(fx->err, want);
+	assert_contains(fx->err, "No such file or directory");
+	/* No progress was printed for a run that never started. */
+	assert_string_equal(fx->out, "");
+}
+
+static void test_a_truncated_data_file_is_named(void **state)
+{
+	struct fixture *fx = *state;
+	/* Claims 60000 images of 28x28, holds a few hundred bytes of them. */
+	const unsigned char header[16] = {0, 0, 8, 3, 0, 0, 0xea, 0x60, 0, 0, 0, 28, 0, 0, 0, 28};
+	unsigned char pixels[500] = {0};
+	char want[PATH_MAX];
+	FILE *f;
+
+	f = fopen(tmp_path(fx, "train-images-idx3-ubyte"), "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(header, 1, sizeof(header), f), sizeof(header));
+	assert_int_equal(fwrite(pixels, 1, sizeof(pixels), f), sizeof(pixels));
+	assert_int_equal(fclose(f), 0);
+	snprintf(want, sizeof(want), "%s", fx->path);
+
+	RUN(fx, QUICK_SECONDS, "train", "--data-dir", fx->dir, "--threads", "1");
+	assert_status(fx, 1);
+	assert_contains(fx->err, want);
+	assert_contains(fx->err, "truncated");
+	assert_string_equal(fx->out, "");
+}
+
+/* "3/3 [====...] - 0s 12ms/step - loss: ... - val_accuracy: ...", whole. */
+#define EPOCH_LINE_3                                                                               \
+	"^3/3 \\[={30}\\]" FINAL_TIME " - loss: " NUM " - accuracy: " NUM " - val_loss: " NUM      \
+	" - val_accuracy: " NUM "$"
+#define EVALUATE_LINE "^157/157 \\[={30}\\]" FINAL_TIME " - loss: " NUM " - accuracy: " NUM "$"
+
+static void test_train_prints_keras_progress_and_saves_a_model_that_evaluates(void **state)
+{
+	struct fixture *fx = *state;
+	char model_dir[PATH_MAX], saved[PATH_MAX + 32];
+	char *lines[16] = {0};
+	struct stat st;
+	double loss = 0, acc = -1;
+
+	snprintf(model_dir, sizeof(model_dir), "%s/model", fx->dir);
+	RUN(fx, TRAIN_SECONDS, "train", "--steps-per-epoch", "3", "--epochs", "2", "--model",
+	    "cnn-pool", "--validation-steps", "2", "--model-dir", model_dir, "--threads", "1",
+	    "--data-dir", data_dir());
+	assert_status(fx, 0);
+	/* stdout is a file: plain lines, no carriage returns or escapes. */
+	assert_int_equal(split_lines(fx->out, lines, 16), 4);
+	assert_string_equal(lines[0], "Epoch 1/2");
+	assert_matches(lines[1], EPOCH_LINE_3);
+	assert_string_equal(lines[2], "Epoch 2/2");
+	assert_matches(lines[3], EPOCH_LINE_3);
+	/* Logs went to stderr, as text, and say where the model went. */
+	assert_matches(fx->err, "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z info +config: "
+	                        "model=cnn-pool epochs=2 steps_per_epoch=3 ");
+	snprintf(saved, sizeof(saved), "model saved to '%s/model.mwj'", model_dir);
+	assert_contains(fx->err, saved);
+	snprintf(saved, sizeof(saved), "%s/model.mwj", model_dir);
+	assert_int_equal(stat(saved, &st), 0);
+
+	RUN(fx, TRAIN_SECONDS, "evaluate", "--model-dir", model_dir, "--threads", "1", "--data-dir",
+	    data_dir());
+	assert_status(fx, 0);
+	assert_int_equal(split_lines(fx->out, lines, 16), 1);
+	assert_matches(lines[0], EVALUATE_LINE);
+	loss = strtod(strstr(lines[0], " - loss: ") + 9, NULL);
+	acc = strtod(strstr(lines[0], " - accuracy: ") + 13, NULL);
+	assert_true(isfinite(loss) && loss > 0);
+	assert_true(acc >= 0 && acc <= 1);
+	assert_contains(fx->err, "evaluating model cnn-pool");
+}
+
+static cJSON *parse_object(const char *line)
+{
+	cJSON *o = cJSON_Parse(line);
+
+	if (o == NULL || !cJSON_IsObject(o))
+		fail_msg("not a JSON object: '%s'", line);
+	return o;
+}
+
+static double number_field(const cJSON *o, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	if (!cJSON_IsNumber(v))
+		fail_msg("field '%s' is missing or not a number", name);
+	return v->valuedouble;
+}
+
+static const char *string_field(const cJSON *o, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	if (!cJSON_IsString(v))
+		fail_msg("field '%s' is missing or not a string", name);
+	return v->valuestring;
+}
+
+/* Every line of stderr is a JSON log event. */
+static void assert_json_logs(char *err)
+{
+	char *lines[64] = {0};
+	int n = split_lines(err, lines, 64);
+
+	assert_true(n >= 1);
+	for (int i = 0; i < n; i++) {
+		cJSON *o = parse_object(lines[i]);
+		string_field(o, "ts");
+		string_field(o, "level");
+		string_field(o, "msg");
+		cJSON_Delete(o);
+	}
+}
+
+static void test_json_log_format_prints_only_json_objects(void **state)
+{
+	struct fixture *fx = *state;
+	char model_dir[PATH_MAX];
+	char *lines[16] = {0};
+	int n, steps = 0, epochs = 0;
+
+	snprintf(model_dir, sizeof(model_dir), "%s/model", fx->dir);
+	RUN(fx, TRAIN_SECONDS, "train", "--steps-per-epoch", "3", "--epochs", "2", "--model",
+	    "cnn-pool", "--validation-steps", "2", "--model-dir", model_dir, "--threads", "1",
+	    "--data-dir", data_dir(), "--log-format", "json", "--log-every", "1");
+	assert_status(fx, 0);
+	n = split_lines(fx->out, lines, 16);
+	/* Steps 1 and 2 of each epoch, then the epoch itself. */
+	assert_int_equal(n, 6);
+	for (int i = 0; i < n; i++) {
+		cJSON *o = parse_object(lines[i]);
+		const char *event = string_field(o, "event");
+		if (strcmp(event, "step") == 0) {
+			steps++;
+			assert_true(number_field(o, "step") == i % 3 + 1);
+		} else if (strcmp(event, "epoch") == 0) {
+			epochs++;
+			assert_true(number_field(o, "epoch") == epochs);
+			assert_true(number_field(o, "epochs") == 2);
+			assert_true(number_field(o, "steps") == 3);
+			assert_true(number_field(o, "global_step") == 3 * epochs);
+			assert_true(number_field(o, "loss") > 0);
+			assert_true(number_field(o, "accuracy") >= 0);
+			assert_true(number_field(o, "accuracy") <= 1);
+			assert_true(number_field(o, "val_loss") > 0);
+			assert_true(number_field(o, "val_accuracy") >= 0);
+			assert_true(number_field(o, "val_accuracy") <= 1);
+		} else {
+			fail_msg("unexpected event '%s'", event);
+		}
+		cJSON_Delete(o);
+	}
+	assert_int_equal(steps, 4);
+	assert_int_equal(epochs, 2);
+	assert_json_logs(fx->err);
+
+	RUN(fx, TRAIN_SECONDS, "evaluate", "--model-dir", model_dir, "--threads", "1", "--data-dir",
+	    data_dir(), "--log-format", "json");
+	assert_status(fx, 0);
+	assert_int_equal(split_lines(fx->out, lines, 16), 1);
+	cJSON *o = parse_object(lines[0]);
+	assert_string_equal(string_field(o, "event"), "evaluate");
+	assert_true(number_field(o, "steps") == 157);
+	assert_true(number_field(o, "examples") == 10000);
+	assert_true(number_field(o, "loss") > 0);
+	assert_true(number_field(o, "accuracy") >= 0 && number_field(o, "accuracy") <= 1);
+	cJSON_Delete(o);
+	assert_json_logs(fx->err);
+}
+
+/* Writes an untrained cnn-pool model.mwj into dir, in-process. */
+static void save_model(const char *dir)
+{
+	char err[ERR_LEN];
+	struct model *m = model_new("cnn-pool", 28, 28, 1, 10, 1, err);
+	const struct model_file_info info = {"sgd", 0.001, 64, 1, 1, 0, 42};
+
+	if (m == NULL)
+		fail_msg("%s", err);
+	model_init_params(m, 42);
+	if (model_file_save(dir, m, &info, err) < 0)
+		fail_msg("%s", err);
+	model_free(m);
+}
+
+static void test_log_format_comes_from_the_environment_unless_a_flag_overrides_it(void **state)
+{
+	struct fixture *fx = *state;
+	char env_dir[PATH_MAX + 16];
+	char *lines[4] = {0};
+
+	save_model(fx->dir);
+	/* The model dir from MWJ_MODEL_DIR, the format from MWJ_LOG_FORMAT. */
+	snprintf(env_dir, sizeof(env_dir), "MWJ_MODEL_DIR=%s", fx->dir);
+	run_env(
+	    fx, (const char *const[]){env_dir, "MWJ_LOG_FORMAT=json", NULL}, TRAIN_SECONDS,
+	    (const char *const[]){"evaluate", "--threads", "1", "--data-dir", data_dir(), NULL});
+	assert_status(fx, 0);
+	assert_int_equal(split_lines(fx->out, lines, 4), 1);
+	cJSON *o = parse_object(lines[0]);
+	assert_string_equal(string_field(o, "event"), "evaluate");
+	cJSON_Delete(o);
+
+	run_env(fx, (const char *const[]){env_dir, "MWJ_LOG_FORMAT=json", NULL}, TRAIN_SECONDS,
+	        (const char *const[]){"evaluate", "--threads", "1", "--data-dir", data_dir(),
+	                              "--log-format", "text", NULL});
+	assert_status(fx, 0);
+	assert_int_equal(split_lines(fx->out, lines, 4), 1);
+	assert_matches(lines[0], EVALUATE_LINE);
+}
+
+static void test_evaluate_without_a_model_dir_is_a_usage_error(void **state)
+{
+	struct fixture *fx = *state;
+
+	RUN(fx, QUICK_SECONDS, "evaluate", "--threads", "1");
+	assert_usage_error(fx, "--model-dir is required", NULL);
+}
+
+static void test_evaluate_names_a_missing_model_file(void **state)
+{
+	struct fixture *fx = *state;
+	char want[PATH_MAX];
+
+	snprintf(want, sizeof(want), "%s/model.mwj", fx->dir);
+	RUN(fx, QUICK_SECONDS, "evaluate", "--model-dir", fx->dir, "--threads", "1");
+	assert_status(fx, 1);
+	assert_contains(fx->err, want);
+	assert_contains(fx->err, "No such file or directory");
+	assert_string_equal(fx->out, "");
+}
+
+static void test_evaluate_refuses_a_corrupt_model_file(void **state)
+{
+	struct fixture *fx = *state;
+	char path[PATH_MAX];
+	struct stat st;
+	int fd;
+	unsigned char byte;
+
+	save_model(fx->dir);
+	snprintf(path, sizeof(path), "%s/model.mwj", fx->dir);
+	assert_int_equal(stat(path, &st), 0);
+	/* Flip one byte in the middle: somewhere in the parameters. */
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &byte, 1, st.st_size / 2), 1);
+	byte ^= 0xff;
+	assert_int_equal(pwrite(fd, &byte, 1, st.st_size / 2), 1);
+	assert_int_equal(close(fd), 0);
+
+	RUN(fx, QUICK_SECONDS, "evaluate", "--model-dir", fx->dir, "--threads", "1", "--data-dir",
+	    data_dir());
+	assert_status(fx, 1);
+	assert_contains(fx->err, path);
+	assert_contains(fx->err, "checksum");
+	assert_string_equal(fx->out, "");
+}
+
+#define TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    TEST(test_train_help_lists_every_flag_with_its_default),
+	    TEST(test_evaluate_help_lists_its_own_flags_with_defaults),
+	    TEST(test_top_level_help_names_both_commands),
+	    TEST(test_version_prints_one_line_with_the_version),
+	    TEST(test_no_command_is_a_usage_error),
+	    TEST(test_an_unknown_command_is_named),
+	    TEST(test_an_unknown_flag_is_named),
+	    TEST(test_a_flag_without_its_value_is_named),
+	    TEST(test_a_stray_argument_is_named),
+	    TEST(test_bad_flag_values_are_refused_naming_flag_and_value),
+	    TEST(test_bad_environment_is_refused_naming_the_variable),
+	    TEST(test_a_missing_data_dir_names_the_missing_file),
+	    TEST(test_a_truncated_data_file_is_named),
+	    TEST(test_train_prints_keras_progress_and_saves_a_model_that_evaluates),
+	    TEST(test_json_log_format_prints_only_json_objects),
+	    TEST(test_log_format_comes_from_the_environment_unless_a_flag_overrides_it),
+	    TEST(test_evaluate_without_a_model_dir_is_a_usage_error),
+	    TEST(test_evaluate_names_a_missing_model_file),
+	    TEST(test_evaluate_refuses_a_corrupt_model_file),
+	};
+
+	worker_bin = getenv("MWJ_WORKER_BIN");
+	if (worker_bin == NULL || worker_bin[0] == '\0') {
+		fprintf(stderr, "test_cli: MWJ_WORKER_BIN is not set; it must name the "
+		                "mwj-worker binary to test ('make test' sets it)\n");
+		return 1;
+	}
+	if (access(worker_bin, X_OK) != 0) {
+		fprintf(stderr, "test_cli: MWJ_WORKER_BIN='%s' is not an executable: %s\n",
+		        worker_bin, strerror(errno));
+		return 1;
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,442 @@
+/* test_dataset.c - a split in memory: the data order of each pass, batch
+ * assembly, and loading the real Fashion-MNIST files and broken ones.
+ *
+ * The real data is found through MWJ_TEST_DATA (default: Debian's
+ * dataset-fashion-mnist). Tests that write files get their own mkdtemp
+ * directory, removed by the teardown even when the test fails.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dataset.h"
+#include "err.h"
+
+#define DEFAULT_DATA_DIR "/usr/share/datasets/fashion-mnist"
+
+static const char *data_dir(void)
+{
+	const char *d = getenv("MWJ_TEST_DATA");
+
+	return d && d[0] ? d : DEFAULT_DATA_DIR;
+}
+
+/* order must hold each of 0..n-1 exactly once. */
+static void assert_permutation(const uint32_t *order, uint32_t n)
+{
+	uint8_t *seen = calloc(n ? n : 1, 1);
+
+	assert_non_null(seen);
+	for (uint32_t i = 0; i < n; i++) {
+		assert_true(order[i] < n);
+		assert_int_equal(seen[order[i]], 0);
+		seen[order[i]] = 1;
+	}
+	free(seen);
+}
+
+/* How many positions two orders share; a fresh shuffle of n shares about 1. */
+static uint32_t same_positions(const uint32_t *a, const uint32_t *b, uint32_t n)
+{
+	uint32_t same = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		same += a[i] == b[i];
+	return same;
+}
+
+enum { N = 60000 };
+
+static void test_shuffle_is_a_permutation(void **state)
+{
+	static const uint32_t sizes[] = {0, 1, 2, 3, 10, 1000, N};
+	uint32_t *order = malloc(N * sizeof(*order));
+
+	(void)state;
+	assert_non_null(order);
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		for (uint64_t pass = 0; pass < 3; pass++) {
+			dataset_shuffle(order, sizes[i], 42, pass);
+			assert_permutation(order, sizes[i]);
+		}
+	free(order);
+}
+
+static void test_shuffle_is_a_pure_function_of_seed_and_pass(void **state)
+{
+	uint32_t *a = malloc(N * sizeof(*a)), *b = malloc(N * sizeof(*b));
+
+	(void)state;
+	assert_non_null(a);
+	assert_non_null(b);
+	dataset_shuffle(a, N, 42, 3);
+	/* Another pass in between must not disturb it: no hidden state. */
+	dataset_shuffle(b, N, 7, 0);
+	dataset_shuffle(b, N, 42, 3);
+	assert_memory_equal(a, b, N * sizeof(*a));
+	free(a);
+	free(b);
+}
+
+static void test_shuffle_differs_across_passes_and_seeds(void **state)
+{
+	uint32_t *base = malloc(N * sizeof(*base)), *other = malloc(N * sizeof(*other));
+
+	(void)state;
+	assert_non_null(base);
+	assert_non_null(other);
+	dataset_shuffle(base, N, 42, 0);
+	/* Not the file order: a real shuffle leaves few examples in place. */
+	for (uint32_t i = 0; i < N; i++)
+		other[i] = i;
+	assert_true(same_positions(base, other, N) < 100);
+
+	dataset_shuffle(other, N, 42, 1);
+	assert_true(same_positions(base, other, N) < 100);
+	dataset_shuffle(other, N, 43, 0);
+	assert_true(same_positions(base, other, N) < 100);
+	/* Seeds and passes are separate inputs, not added together. */
+	dataset_shuffle(base, N, 43, 0);
+	dataset_shuffle(other, N, 42, 1);
+	assert_true(same_positions(base, other, N) < 100);
+	free(base);
+	free(other);
+}
+
+/* Fisher-Yates done right makes all 3! orders equally likely; an off-by-one
+ * in the loop bounds would make some impossible or twice as likely. */
+static void test_shuffle_draws_every_order_of_three_about_equally(void **state)
+{
+	enum { SEEDS = 6000 };
+	int counts[3][3][3] = {{{0}}};
+	uint32_t order[3];
+
+	(void)state;
+	for (uint64_t seed = 0; seed < SEEDS; seed++) {
+		dataset_shuffle(order, 3, seed, seed % 5);
+		counts[order[0]][order[1]][order[2]]++;
+	}
+	/* 1000 each expected, standard deviation about 29. */
+	for (int a = 0; a < 3; a++)
+		for (int b = 0; b < 3; b++)
+			for (int c = 0; c < 3; c++) {
+				int distinct = a != b && b != c && a != c;
+				int n = counts[a][b][c];
+				if (distinct && (n < 850 || n > 1150))
+					fail_msg("order %d %d %d drawn %d times of %d", a, b, c, n,
+					         SEEDS);
+				if (!distinct)
+					assert_int_equal(n, 0);
+			}
+}
+
+static void test_gather_scales_every_pixel_value_exactly_like_keras(void **state)
+{
+	uint8_t pixels[256], label = 3, y = 255;
+	struct dataset ds = {.n = 1, .rows = 16, .cols = 16, .images = pixels, .labels = &label};
+	float x[256];
+
+	(void)state;
+	for (int i = 0; i < 256; i++)
+		pixels[i] = (uint8_t)i;
+	dataset_gather(x, &y, &ds, NULL, 0, 1);
+	/* x / 255 in float32, rounded once: bitwise, not approximately. */
+	for (int i = 0; i < 256; i++) {
+		float want = (float)i / 255.0f;
+		uint32_t got_bits, want_bits;
+		memcpy(&got_bits, &x[i], sizeof(got_bits));
+		memcpy(&want_bits, &want, sizeof(want_bits));
+		if (got_bits != want_bits)
+			fail_msg("pixel %d scaled to %.9g, want %.9g", i, x[i], want);
+	}
+	assert_true(x[0] == 0.0f);
+	assert_true(x[255] == 1.0f);
+	assert_int_equal(y, 3);
+}
+
+/* Five 2x3 images whose pixels encode (example, position). */
+struct tiny {
+	uint8_t images[5 * 6];
+	uint8_t labels[5];
+	struct dataset ds;
+};
+
+static void tiny_init(struct tiny *t)
+{
+	for (int e = 0; e < 5; e++) {
+		for (int p = 0; p < 6; p++)
+			t->images[e * 6 + p] = (uint8_t)(50 * e + p);
+		t->labels[e] = (uint8_t)(9 - e);
+	}
+	t->ds = (struct dataset){
+	    .n = 5, .rows = 2, .cols = 3, .images = t->images, .labels = t->labels};
+}
+
+static void assert_example(const float *x, uint8_t y, const struct tiny *t, int e)
+{
+	for (int p = 0; p < 6; p++)
+		assert_true(x[p] == (float)t->images[e * 6 + p] / 255.0f);
+	assert_int_equal(y, t->labels[e]);
+}
+
+static void test_gather_picks_the_examples_the_order_names(void **state)
+{
+	struct tiny t;
+	const uint32_t order[5] = {4, 0, 3, 1, 2};
+	float x[3 * 6];
+	uint8_t y[3];
+
+	(void)state;
+	tiny_init(&t);
+	/* order[1..4): examples 0, 3, 1, with their own labels. */
+	memset(x, 0xff, sizeof(x));
+	dataset_gather(x, y, &t.ds, order, 1, 3);
+	assert_example(x, y[0], &t, 0);
+	assert_example(x + 6, y[1], &t, 3);
+	assert_example(x + 12, y[2], &t, 1);
+}
+
+static void test_gather_without_an_order_reads_file_order(void **state)
+{
+	struct tiny t;
+	float x[2 * 6 + 1];
+	uint8_t y[2 + 1];
+
+	(void)state;
+	tiny_init(&t);
+	/* A canary after the batch: gather writes exactly count examples. */
+	x[12] = -7.0f;
+	y[2] = 77;
+	dataset_gather(x, y, &t.ds, NULL, 3, 2);
+	assert_example(x, y[0], &t, 3);
+	assert_example(x + 6, y[1], &t, 4);
+	assert_true(x[12] == -7.0f);
+	assert_int_equal(y[2], 77);
+}
+
+static void assert_class_balance(const struct dataset *ds, uint32_t per_class)
+{
+	uint32_t counts[DATASET_CLASSES] = {0};
+
+	for (uint32_t i = 0; i < ds->n; i++) {
+		assert_true(ds->labels[i] < DATASET_CLASSES);
+		counts[ds->labels[i]]++;
+	}
+	for (int c = 0; c < DATASET_CLASSES; c++)
+		assert_int_equal(counts[c], per_class);
+}
+
+static void test_load_reads_the_real_fashion_mnist_splits(void **state)
+{
+	struct dataset train, test;
+	char err[ERR_LEN] = "";
+	uint64_t sum = 0;
+
+	(void)state;
+	if (dataset_load(&train, data_dir(), "train", err) < 0)
+		fail_msg("%s", err);
+	assert_int_equal(train.n, 60000);
+	assert_int_equal(train.rows, 28);
+	assert_int_equal(train.cols, 28);
+	/* Fashion-MNIST is balanced: 6000 of each class, the first an ankle boot. */
+	assert_class_balance(&train, 6000);
+	assert_int_equal(train.labels[0], 9);
+	for (int p = 0; p < 28 * 28; p++)
+		sum += train.images[p];
+	assert_int_equal(sum, 76247);
+	assert_non_null(strstr(train.images_path, "train-images-idx3-ubyte"));
+	assert_non_null(strstr(train.labels_path, "train-labels-idx1-ubyte"));
+	dataset_release(&train);
+	assert_null(train.images);
+	assert_null(train.labels);
+	assert_int_equal(train.n, 0);
+
+	if (dataset_load(&test, data_dir(), "t10k", err) < 0)
+		fail_msg("%s", err);
+	assert_int_equal(test.n, 10000);
+	assert_int_equal(test.rows, 28);
+	assert_int_equal(test.cols, 28);
+	assert_class_balance(&test, 1000);
+	assert_int_equal(test.labels[0], 9);
+	assert_int_equal(test.labels[1], 2);
+	dataset_release(&test);
+}
+
+struct fixture {
+	char dir[64];
+	char images[PATH_MAX];
+	char labels[PATH_MAX];
+	char err[ERR_LEN];
+};
+
+static int setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+
+	if (fx == NULL)
+		return -1;
+	snprintf(fx->dir, sizeof(fx->dir), "/tmp/mwj-test-dataset-XXXXXX");
+	if (mkdtemp(fx->dir) == NULL) {
+		free(fx);
+		return -1;
+	}
+	snprintf(fx->images, sizeof(fx->images), "%s/train-images-idx3-ubyte", fx->dir);
+	snprintf(fx->labels, sizeof(fx->labels), "%s/train-labels-idx1-ubyte", fx->dir);
+	*state = fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+
+	unlink(fx->images);
+	unlink(fx->labels);
+	rmdir(fx->dir);
+	free(fx);
+	return 0;
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static void write_file(const char *path, const uint8_t *buf, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+
+	assert_non_null(f);
+	assert_int_equal(fwrite(buf, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* Raw IDX files: count 4x4 images of value 7, and the given labels. */
+static void write_split(struct fixture *fx, uint32_t count, const uint8_t *labels, uint32_t nlabels)
+{
+	uint8_t buf[16 + 16 * 16];
+
+	assert_true(count <= 16 && nlabels <= 16);
+	put_be32(buf, 0x00000803);
+	put_be32(buf + 4, count);
+	put_be32(buf + 8, 4);
+	put_be32(buf + 12, 4);
+	memset(buf + 16, 7, (size_t)count * 16);
+	write_file(fx->images, buf, 16 + (size_t)count * 16);
+	put_be32(buf, 0x00000801);
+	put_be32(buf + 4, nlabels);
+	memcpy(buf + 8, labels, nlabels);
+	write_file(fx->labels, buf, 8 + (size_t)nlabels);
+}
+
+static void assert_contains(const char *s, const char *part)
+{
+	if (strstr(s, part) == NULL)
+		fail_msg("'%s' does not contain '%s'", s, part);
+}
+
+static void test_load_reads_a_small_split_it_wrote(void **state)
+{
+	struct fixture *fx = *state;
+	const uint8_t labels[3] = {0, 9, 5};
+	struct dataset ds;
+
+	write_split(fx, 3, labels, 3);
+	if (dataset_load(&ds, fx->dir, "train", fx->err) < 0)
+		fail_msg("%s", fx->err);
+	assert_int_equal(ds.n, 3);
+	assert_int_equal(ds.rows, 4);
+	assert_int_equal(ds.cols, 4);
+	assert_memory_equal(ds.labels, labels, 3);
+	assert_int_equal(ds.images[3 * 16 - 1], 7);
+	dataset_release(&ds);
+}
+
+static void test_load_refuses_image_and_label_counts_that_disagree(void **state)
+{
+	struct fixture *fx = *state;
+	const uint8_t labels[2] = {1, 2};
+	struct dataset ds;
+
+	write_split(fx, 3, labels, 2);
+	assert_int_equal(dataset_load(&ds, fx->dir, "train", fx->err), -1);
+	assert_contains(fx->err, fx->images);
+	assert_contains(fx->err, fx->labels);
+	assert_contains(fx->err, "3 images");
+	assert_contains(fx->err, "2 labels");
+	assert_null(ds.images);
+	assert_null(ds.labels);
+	dataset_release(&ds);
+}
+
+static void test_load_refuses_a_label_that_is_not_a_class(void **state)
+{
+	struct fixture *fx = *state;
+	const uint8_t labels[4] = {0, 9, 10, 3};
+	struct dataset ds;
+
+	write_split(fx, 4, labels, 4);
+	assert_int_equal(dataset_load(&ds, fx->dir, "train", fx->err), -1);
+	assert_contains(fx->err, fx->labels);
+	assert_contains(fx->err, "label 10 of example 2");
+	assert_null(ds.images);
+	dataset_release(&ds);
+
+	/* The largest byte value, at the last example. */
+	const uint8_t last[4] = {0, 1, 2, 255};
+	write_split(fx, 4, last, 4);
+	assert_int_equal(dataset_load(&ds, fx->dir, "train", fx->err), -1);
+	assert_contains(fx->err, fx->labels);
+	assert_contains(fx->err, "label 255 of example 3");
+}
+
+static void test_load_names_the_missing_file(void **state)
+{
+	struct fixture *fx = *state;
+	const uint8_t labels[1] = {0};
+	struct dataset ds;
+
+	assert_int_equal(dataset_load(&ds, fx->dir, "train", fx->err), -1);
+	assert_contains(fx->err, fx->images);
+
+	write_split(fx, 1, labels, 1);
+	unlink(fx->labels);
+	assert_int_equal(dataset_load(&ds, fx->dir, "train", fx->err), -1);
+	assert_contains(fx->err, fx->labels);
+	assert_null(ds.images);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_shuffle_is_a_permutation),
+	    cmocka_unit_test(test_shuffle_is_a_pure_function_of_seed_and_pass),
+	    cmocka_unit_test(test_shuffle_differs_across_passes_and_seeds),
+	    cmocka_unit_test(test_shuffle_draws_every_order_of_three_about_equally),
+	    cmocka_unit_test(test_gather_scales_every_pixel_value_exactly_like_keras),
+	    cmocka_unit_test(test_gather_picks_the_examples_the_order_names),
+	    cmocka_unit_test(test_gather_without_an_order_reads_file_order),
+	    cmocka_unit_test(test_load_reads_the_real_fashion_mnist_splits),
+	    cmocka_unit_test_setup_teardown(test_load_reads_a_small_split_it_wrote, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_load_refuses_image_and_label_counts_that_disagree,
+	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_load_refuses_a_label_that_is_not_a_class, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_load_names_the_missing_file, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
