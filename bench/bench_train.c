@@ -37,7 +37,7 @@ static double sgemm_gflops(int threads)
 	for (int r = 0; r < 6; r++) {
 		double t0 = progress_now();
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, SQUARE, SQUARE, SQUARE, 1.0f,
-			    a, SQUARE, b, SQUARE, 0.0f, c, SQUARE);
+		            a, SQUARE, b, SQUARE, 0.0f, c, SQUARE);
 		double g = 2.0 * n * n * n / (progress_now() - t0) / 1e9;
 		if (r > 0 && g > best)
 			best = g;
@@ -68,7 +68,7 @@ static int bench_one(const char *model, int threads, long steps, int batch)
 	c.threads = threads;
 	c.json = 1;
 	snprintf(c.data_dir, sizeof(c.data_dir), "%s",
-		 data && data[0] ? data : "/usr/share/datasets/fashion-mnist");
+	         data && data[0] ? data : "/usr/share/datasets/fashion-mnist");
 	if (trainer_fit(&c, devnull, &r, err) < 0) {
 		fprintf(stderr, "bench_train: %s\n", err);
 		fclose(devnull);
@@ -79,11 +79,12 @@ static int bench_one(const char *model, int threads, long steps, int batch)
 	double flops = model_step_gemm_flops(m, batch);
 	model_free(m);
 	double ms = r.seconds * 1e3 / (double)steps;
-	printf("{\"bench\":\"train\",\"impl\":\"mwj\",\"model\":\"%s\",\"batch\":%d,\"threads\":%d,"
-	       "\"optimizer\":\"sgd\",\"steps\":%ld,\"samples_per_s\":%.1f,\"ms_per_step\":%.3f,"
-	       "\"gemm_gflop_per_step\":%.4f,\"achieved_gflops\":%.1f,\"sgemm_square_gflops\":%.1f}\n",
-	       model, batch, threads, steps, batch * steps / r.seconds, ms, flops / 1e9,
-	       flops / (ms * 1e-3) / 1e9, sgemm_gflops(threads));
+	printf(
+	    "{\"bench\":\"train\",\"impl\":\"mwj\",\"model\":\"%s\",\"batch\":%d,\"threads\":%d,"
+	    "\"optimizer\":\"sgd\",\"steps\":%ld,\"samples_per_s\":%.1f,\"ms_per_step\":%.3f,"
+	    "\"gemm_gflop_per_step\":%.4f,\"achieved_gflops\":%.1f,\"sgemm_square_gflops\":%.1f}\n",
+	    model, batch, threads, steps, batch * steps / r.seconds, ms, flops / 1e9,
+	    flops / (ms * 1e-3) / 1e9, sgemm_gflops(threads));
 	fflush(stdout);
 	return 0;
 }
@@ -111,7 +112,8 @@ int main(int argc, char **argv)
 				return 1;
 			}
 		} else {
-			fprintf(stderr, "usage: bench_train [--steps N] [--model NAME] [--threads N]\n");
+			fprintf(stderr,
+			        "usage: bench_train [--steps N] [--model NAME] [--threads N]\n");
 			return 1;
 		}
 	}

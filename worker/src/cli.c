@@ -81,10 +81,10 @@ static const struct flag EVAL_FLAGS[] = {
 static void print_usage(FILE *out)
 {
 	fprintf(out, "usage: mwj-worker <command> [flags]\n\n"
-		     "Commands:\n"
-		     "  train      train a model, like Keras Model.fit\n"
-		     "  evaluate   load a trained model and report test loss and accuracy\n\n"
-		     "Run 'mwj-worker <command> --help' for the flags of a command.\n");
+	             "Commands:\n"
+	             "  train      train a model, like Keras Model.fit\n"
+	             "  evaluate   load a trained model and report test loss and accuracy\n\n"
+	             "Run 'mwj-worker <command> --help' for the flags of a command.\n");
 }
 
 static void print_help(FILE *out, const char *cmd, const struct flag *flags, size_t n)
@@ -93,30 +93,46 @@ static void print_help(FILE *out, const char *cmd, const struct flag *flags, siz
 	for (size_t i = 0; i < n; i++) {
 		char left[64];
 		snprintf(left, sizeof(left), "--%s%s%s", flags[i].name, flags[i].meta ? " " : "",
-			 flags[i].meta ? flags[i].meta : "");
+		         flags[i].meta ? flags[i].meta : "");
 		fprintf(out, "  %-26s %s\n", left, flags[i].help);
 	}
+}
+
+/* The CPUs a cgroup v2 quota ("<quota> <period>" in cpu.max) allows,
+ * rounded up, or 0 when there is no quota or it cannot be read. */
+static int cgroup_cpu_limit(void)
+{
+	char line[128], *sp;
+	int64_t quota, period;
+	char err[ERR_LEN];
+	FILE *f = fopen("/sys/fs/cgroup/cpu.max", "r");
+
+	if (!f)
+		return 0;
+	sp = fgets(line, sizeof(line), f);
+	fclose(f);
+	if (!sp)
+		return 0;
+	line[strcspn(line, "\n")] = '\0';
+	sp = strchr(line, ' ');
+	if (!sp)
+		return 0;
+	*sp++ = '\0';
+	if (parse_i64(line, 1, INT64_MAX / 2, &quota, err) < 0 ||
+	    parse_i64(sp, 1, INT64_MAX / 2, &period, err) < 0)
+		return 0; /* "max": no limit */
+	return (int)((quota + period - 1) / period);
 }
 
 int cli_default_threads(void)
 {
 	cpu_set_t set;
-	int n = 1;
-	FILE *f;
+	int n = 1, limit = cgroup_cpu_limit();
 
 	if (sched_getaffinity(0, sizeof(set), &set) == 0)
 		n = CPU_COUNT(&set);
-	f = fopen("/sys/fs/cgroup/cpu.max", "r");
-	if (f) {
-		char quota[32] = "";
-		long long q = 0, period = 0;
-		if (fscanf(f, "%31s %lld", quota, &period) == 2 && strcmp(quota, "max") != 0) {
-			q = strtoll(quota, NULL, 10);
-			if (q > 0 && period > 0 && (q + period - 1) / period < n)
-				n = (int)((q + period - 1) / period);
-		}
-		fclose(f);
-	}
+	if (limit > 0 && limit < n)
+		n = limit;
 	return n < 1 ? 1 : n;
 }
 
@@ -244,14 +260,14 @@ static int apply_flag(struct cli *c, enum flag_id id, const char *arg, char *err
 
 /* Runs getopt_long over one command's table. Returns 0, 1 for --help, -1. */
 static int parse_flags(struct cli *c, const struct flag *flags, size_t n, int argc, char **argv,
-		       char *err)
+                       char *err)
 {
 	struct option opts[32];
 	int idx;
 
 	for (size_t i = 0; i < n; i++)
 		opts[i] = (struct option){flags[i].name, flags[i].meta ? required_argument : 0,
-					  NULL, (int)flags[i].id};
+		                          NULL, (int)flags[i].id};
 	opts[n] = (struct option){0};
 	opterr = 0;
 	optind = 1;
@@ -298,7 +314,7 @@ static int validate(const struct cli *c, char *err)
 	model_free(m);
 	if (c->train.momentum > 0 && c->train.optimizer != OPT_SGD)
 		return err_set(err, "--momentum %g applies to --optimizer sgd only, not '%s'",
-			       c->train.momentum, optimizer_name(c->train.optimizer));
+		               c->train.momentum, optimizer_name(c->train.optimizer));
 	return 0;
 }
 
@@ -310,7 +326,8 @@ int cli_parse(struct cli *c, int argc, char **argv, FILE *out, char *err)
 
 	defaults(c);
 	if (argc < 2)
-		return err_set(err, "no command given (train or evaluate); see 'mwj-worker --help'");
+		return err_set(err,
+		               "no command given (train or evaluate); see 'mwj-worker --help'");
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		print_usage(out);
@@ -347,13 +364,13 @@ void cli_log_config(const struct cli *c)
 
 	if (c->cmd == CLI_EVALUATE) {
 		log_info("config: model_dir='%s' data_dir='%s' batch_size=%d threads=%d",
-			 e->model_dir, e->data_dir, e->batch_size, e->threads);
+		         e->model_dir, e->data_dir, e->batch_size, e->threads);
 		return;
 	}
 	log_info("config: model=%s epochs=%d steps_per_epoch=%ld batch_size=%d "
-		 "learning_rate=%g optimizer=%s momentum=%g seed=%" PRIu64 " data_dir='%s' "
-		 "validation_steps=%ld model_dir='%s' threads=%d log_every=%ld",
-		 t->model, t->epochs, t->steps_per_epoch, t->batch_size, t->learning_rate,
-		 optimizer_name(t->optimizer), t->momentum, t->seed, t->data_dir,
-		 t->validation_steps, t->model_dir, t->threads, t->log_every);
+	         "learning_rate=%g optimizer=%s momentum=%g seed=%" PRIu64 " data_dir='%s' "
+	         "validation_steps=%ld model_dir='%s' threads=%d log_every=%ld",
+	         t->model, t->epochs, t->steps_per_epoch, t->batch_size, t->learning_rate,
+	         optimizer_name(t->optimizer), t->momentum, t->seed, t->data_dir,
+	         t->validation_steps, t->model_dir, t->threads, t->log_every);
 }

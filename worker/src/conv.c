@@ -8,7 +8,6 @@
 #include "parallel.h"
 #include "simd.h"
 
-
 /* A short copy (one output row, 26 floats for 28x28 input) kept inline: a
  * memcpy call per row costs more than the copy itself, so GCC must not turn
  * the loop back into one. */
@@ -27,8 +26,8 @@ NO_LIBCALLS static inline void copy_run(float *restrict d, const float *restrict
 /* cols (KH*KW*C, B*OH*OW): row (kh, kw, c) holds, for every output pixel, the
  * input value under that kernel tap. For C == 1 each output row is one
  * contiguous run of the input row, so the copy is a memcpy. */
-NO_LIBCALLS static void im2col(float *restrict cols, const float *restrict in, int b0, int b1, int B, int H,
-		   int W, int C, int KH, int KW)
+NO_LIBCALLS static void im2col(float *restrict cols, const float *restrict in, int b0, int b1,
+                               int B, int H, int W, int C, int KH, int KW)
 {
 	int OH = H - KH + 1, OW = W - KW + 1;
 	size_t M = (size_t)B * OH * OW;
@@ -40,7 +39,8 @@ NO_LIBCALLS static void im2col(float *restrict cols, const float *restrict in, i
 				for (int b = b0; b < b1; b++) {
 					for (int oh = 0; oh < OH; oh++) {
 						const float *src =
-						    in + (((size_t)b * H + oh + kh) * W + kw) * C + c;
+						    in + (((size_t)b * H + oh + kh) * W + kw) * C +
+						    c;
 						float *d = dst + ((size_t)b * OH + oh) * OW;
 						if (C == 1)
 							copy_run(d, src, OW);
@@ -57,7 +57,7 @@ NO_LIBCALLS static void im2col(float *restrict cols, const float *restrict in, i
 /* The adjoint of im2col: every column entry is added back onto the input
  * pixel it was copied from. */
 static void col2im(float *restrict din, const float *restrict dcols, int b0, int b1, int B, int H,
-		   int W, int C, int KH, int KW)
+                   int W, int C, int KH, int KW)
 {
 	int OH = H - KH + 1, OW = W - KW + 1;
 	size_t M = (size_t)B * OH * OW;
@@ -70,7 +70,8 @@ static void col2im(float *restrict din, const float *restrict dcols, int b0, int
 				for (int b = b0; b < b1; b++) {
 					for (int oh = 0; oh < OH; oh++) {
 						float *d =
-						    din + (((size_t)b * H + oh + kh) * W + kw) * C + c;
+						    din + (((size_t)b * H + oh + kh) * W + kw) * C +
+						    c;
 						const float *s = src + ((size_t)b * OH + oh) * OW;
 						for (int ow = 0; ow < OW; ow++)
 							d[(size_t)ow * C] += s[ow];
@@ -82,7 +83,7 @@ static void col2im(float *restrict din, const float *restrict dcols, int b0, int
 }
 
 /* Bytes of columns and outputs one block of examples may occupy in cache. */
-#define BLOCK_BYTES (256 * 1024)
+#define BLOCK_BYTES ((size_t)256 * 1024)
 
 SIMD_CLONES
 static void relu_rows(float *restrict x, size_t n)
@@ -114,20 +115,20 @@ static void forward_part(void *ctx, int part, int parts)
 		for (size_t r = r0; r < r0 + rows; r++)
 			j->cols[(size_t)K * M + r] = 1.0f;
 		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)rows, j->OC, K + 1, 1.0f,
-			    j->cols + r0, (int)M, j->wb, j->OC, 0.0f, out, j->OC);
+		            j->cols + r0, (int)M, j->wb, j->OC, 0.0f, out, j->OC);
 		if (j->relu)
 			relu_rows(out, rows * j->OC);
 	}
 }
 
 void conv_forward(float *out, float *cols, const float *in, const float *wb, int B, int H, int W,
-		  int C, int KH, int KW, int OC, int relu)
+                  int C, int KH, int KW, int OC, int relu)
 {
 	int P = (H - KH + 1) * (W - KW + 1);
 	size_t per_example = sizeof(float) * (size_t)P * (KH * KW * C + 1 + OC);
 	int block = (int)(BLOCK_BYTES / per_example);
-	struct forward_job j = {out, cols, in, wb, B, H, W, C, KH, KW, OC, relu,
-				block < 1 ? 1 : block};
+	struct forward_job j = {
+	    out, cols, in, wb, B, H, W, C, KH, KW, OC, relu, block < 1 ? 1 : block};
 
 	parallel_run(forward_part, &j);
 }
@@ -148,16 +149,14 @@ static void col2im_part(void *ctx, int part, int parts)
 }
 
 void conv_backward(float *dwb, float *din, float *dcols, const float *dout, const float *cols,
-		   const float *wb, int B, int H, int W, int C, int KH, int KW, int OC)
+                   const float *wb, int B, int H, int W, int C, int KH, int KW, int OC)
 {
 	int M = B * (H - KH + 1) * (W - KW + 1), K = KH * KW * C;
 
-	gemm(0, 0, K + 1, OC, M, 1.0f, cols, M, dout,
-		    OC, 0.0f, dwb, OC);
+	gemm(0, 0, K + 1, OC, M, 1.0f, cols, M, dout, OC, 0.0f, dwb, OC);
 	if (!din)
 		return;
-	gemm(0, 1, K, M, OC, 1.0f, wb, OC, dout, OC, 0.0f,
-		    dcols, M);
+	gemm(0, 1, K, M, OC, 1.0f, wb, OC, dout, OC, 0.0f, dcols, M);
 	struct col2im_job j = {din, dcols, B, H, W, C, KH, KW};
 	parallel_run(col2im_part, &j);
 }

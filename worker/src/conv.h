@@ -23,13 +23,13 @@ static inline long conv_cols_len(int B, int H, int W, int C, int KH, int KW)
  * runs in blocks of a few examples, lowering, product and ReLU each, so that
  * a block's columns and outputs stay in cache. */
 void conv_forward(float *out, float *cols, const float *in, const float *wb, int B, int H, int W,
-		  int C, int KH, int KW, int OC, int relu);
+                  int C, int KH, int KW, int OC, int relu);
 
 /* dwb = cols @ dout, i.e. the kernel gradient followed by the bias gradient
  * (overwritten, not accumulated). If din is not NULL, din = col2im(w @
  * dout^T), with dcols as scratch; the first layer of a model passes NULL and
  * skips that work. */
 void conv_backward(float *dwb, float *din, float *dcols, const float *dout, const float *cols,
-		   const float *wb, int B, int H, int W, int C, int KH, int KW, int OC);
+                   const float *wb, int B, int H, int W, int C, int KH, int KW, int OC);
 
 #endif

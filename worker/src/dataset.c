@@ -16,9 +16,9 @@ int dataset_load(struct dataset *ds, const char *dir, const char *split, char *e
 
 	memset(ds, 0, sizeof(*ds));
 	if (snprintf(ds->images_path, sizeof(ds->images_path), "%s/%s-images-idx3-ubyte", dir,
-		     split) >= (int)sizeof(ds->images_path) ||
+	             split) >= (int)sizeof(ds->images_path) ||
 	    snprintf(ds->labels_path, sizeof(ds->labels_path), "%s/%s-labels-idx1-ubyte", dir,
-		     split) >= (int)sizeof(ds->labels_path))
+	             split) >= (int)sizeof(ds->labels_path))
 		return err_set(err, "data directory '%s': path too long", dir);
 	if (idx_load_images(ds->images_path, &img, err) < 0)
 		goto fail;
@@ -26,13 +26,13 @@ int dataset_load(struct dataset *ds, const char *dir, const char *split, char *e
 		goto fail;
 	if (img.count != lab.count) {
 		err_set(err, "'%s' holds %u images but '%s' holds %u labels", ds->images_path,
-			img.count, ds->labels_path, lab.count);
+		        img.count, ds->labels_path, lab.count);
 		goto fail;
 	}
 	for (uint32_t i = 0; i < lab.count; i++) {
 		if (lab.labels[i] >= DATASET_CLASSES) {
 			err_set(err, "'%s': label %u of example %u is not a class 0..%d",
-				ds->labels_path, lab.labels[i], i, DATASET_CLASSES - 1);
+			        ds->labels_path, lab.labels[i], i, DATASET_CLASSES - 1);
 			goto fail;
 		}
 	}
@@ -84,7 +84,7 @@ static void scale_pixels(float *restrict x, const uint8_t *restrict p, uint32_t 
 }
 
 void dataset_gather(float *x, uint8_t *y, const struct dataset *ds, const uint32_t *order,
-		    uint32_t first, uint32_t count)
+                    uint32_t first, uint32_t count)
 {
 	uint32_t pixels = ds->rows * ds->cols;
 

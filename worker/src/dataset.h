@@ -12,13 +12,13 @@
 
 #include <stdint.h>
 
-#define DATASET_CLASSES 10
+#define DATASET_CLASSES  10
 #define DATASET_PATH_LEN 4096
 
 struct dataset {
 	uint32_t n, rows, cols; /* examples of rows x cols x 1 */
-	uint8_t *images;	/* (n, rows, cols), owned */
-	uint8_t *labels;	/* (n), values < DATASET_CLASSES, owned */
+	uint8_t *images;        /* (n, rows, cols), owned */
+	uint8_t *labels;        /* (n), values < DATASET_CLASSES, owned */
 	char images_path[DATASET_PATH_LEN];
 	char labels_path[DATASET_PATH_LEN];
 };
@@ -36,6 +36,6 @@ void dataset_shuffle(uint32_t *order, uint32_t n, uint64_t seed, uint64_t pass);
 /* Gathers count examples, order[first..first+count), into x (count, rows,
  * cols, 1) scaled to [0, 1] like Keras' x / 255, and their labels into y. */
 void dataset_gather(float *x, uint8_t *y, const struct dataset *ds, const uint32_t *order,
-		    uint32_t first, uint32_t count);
+                    uint32_t first, uint32_t count);
 
 #endif

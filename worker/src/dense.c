@@ -10,7 +10,7 @@
 
 /* Bytes a block of input features may occupy across w, dw, in and din: about
  * half of a core's L2, so that each block is produced and consumed there. */
-#define BLOCK_BYTES (512 * 1024)
+#define BLOCK_BYTES ((size_t)512 * 1024)
 
 SIMD_CLONES
 static void add_bias(float *restrict out, const float *restrict b, int B, int OUT)
@@ -36,12 +36,12 @@ static void mask_block(float *restrict d, const float *restrict x, int rows, int
 {
 	for (int r = 0; r < rows; r++)
 		for (int j = 0; j < cols; j++)
-			d[(size_t)r * ld + j] = x[(size_t)r * ld + j] > 0.0f ? d[(size_t)r * ld + j]
-									     : 0.0f;
+			d[(size_t)r * ld + j] =
+			    x[(size_t)r * ld + j] > 0.0f ? d[(size_t)r * ld + j] : 0.0f;
 }
 
 void dense_forward(float *out, const float *in, const float *w, const float *b, int B, int IN,
-		   int OUT)
+                   int OUT)
 {
 	gemm(0, 1, B, OUT, IN, 1.0f, in, IN, w, IN, 0.0f, out, OUT);
 	add_bias(out, b, B, OUT);
@@ -66,29 +66,30 @@ static void backward_part(void *arg, int part, int parts)
 		int nc = (int)(hi - c0 < (size_t)j->block ? hi - c0 : (size_t)j->block);
 		if (j->din) {
 			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, j->B, nc, j->OUT,
-				    1.0f, j->dout, j->OUT, j->w + c0, j->IN, 0.0f, j->din + c0,
-				    j->IN);
+			            1.0f, j->dout, j->OUT, j->w + c0, j->IN, 0.0f, j->din + c0,
+			            j->IN);
 			if (j->mask)
 				mask_block(j->din + c0, j->in + c0, j->B, nc, j->IN);
 		}
 		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, j->OUT, nc, j->B, 1.0f,
-			    j->dout, j->OUT, j->in + c0, j->IN, 0.0f, j->dw + c0, j->IN);
+		            j->dout, j->OUT, j->in + c0, j->IN, 0.0f, j->dw + c0, j->IN);
 		if (j->ready) {
 			struct grad_slice s = {j->base + c0, (size_t)j->OUT, (size_t)nc,
-					       (size_t)j->IN};
+			                       (size_t)j->IN};
 			j->ready(j->ctx, &s);
 		}
 	}
 }
 
 void dense_backward(float *dw, float *db, float *din, const float *dout, const float *in,
-		    const float *w, int B, int IN, int OUT, int mask_by_input, grad_ready_fn ready,
-		    void *ctx, size_t base)
+                    const float *w, int B, int IN, int OUT, int mask_by_input, grad_ready_fn ready,
+                    void *ctx, size_t base)
 {
 	size_t per_feature = sizeof(float) * (2 * (size_t)OUT + 2 * (size_t)B);
 	int block = (int)(BLOCK_BYTES / per_feature) & ~15;
-	struct backward_job j = {dw,  din,   dout,		   in,	 w,   B,   IN,
-				 OUT, mask_by_input, block < 16 ? 16 : block, ready, ctx, base};
+	struct backward_job j = {
+	    dw,    din, dout, in, w, B, IN, OUT, mask_by_input, block < 16 ? 16 : block,
+	    ready, ctx, base};
 
 	if (2.0 * B * IN * OUT < (1 << 20))
 		backward_part(&j, 0, 1); /* too small to share */

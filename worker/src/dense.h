@@ -12,7 +12,7 @@
 
 /* out = in @ w^T + b. */
 void dense_forward(float *out, const float *in, const float *w, const float *b, int B, int IN,
-		   int OUT);
+                   int OUT);
 
 /* dw = dout^T @ in and db = sum over rows of dout (both overwritten); if din
  * is not NULL, din = dout @ w, and if mask_by_input is set also
@@ -27,7 +27,7 @@ void dense_forward(float *out, const float *in, const float *w, const float *b, 
  * several compute threads at once. db is reported last, as one row at
  * base + OUT * IN. ready may be NULL. */
 void dense_backward(float *dw, float *db, float *din, const float *dout, const float *in,
-		    const float *w, int B, int IN, int OUT, int mask_by_input, grad_ready_fn ready,
-		    void *ctx, size_t base);
+                    const float *w, int B, int IN, int OUT, int mask_by_input, grad_ready_fn ready,
+                    void *ctx, size_t base);
 
 #endif

@@ -29,17 +29,16 @@ int evaluate_run(const struct eval_config *cfg, FILE *out, char *err)
 		goto out;
 	if ((int)test.rows != m->in_h || (int)test.cols != m->in_w || m->in_c != 1) {
 		err_set(err, "'%s' holds %ux%u images but the model takes %dx%dx%d",
-			test.images_path, test.rows, test.cols, m->in_h, m->in_w, m->in_c);
+		        test.images_path, test.rows, test.cols, m->in_h, m->in_w, m->in_c);
 		goto out;
 	}
 	log_info("evaluating model %s (%zu parameters) on %u test examples", m->name, m->nparams,
-		 test.n);
+	         test.n);
 	x = xcalloc((size_t)cfg->batch_size * test.rows * test.cols, sizeof(float));
 	y = xcalloc((size_t)cfg->batch_size, 1);
 	progress_init(&p, out, cfg->json, 0, cfg->batch_size);
 	long steps = trainer_eval_steps(&test, cfg->batch_size, VALIDATION_ALL);
-	struct metrics sums =
-	    trainer_evaluate(m, &test, cfg->batch_size, VALIDATION_ALL, x, y);
+	struct metrics sums = trainer_evaluate(m, &test, cfg->batch_size, VALIDATION_ALL, x, y);
 	progress_evaluate_end(&p, steps, &sums);
 	rc = 0;
 out:

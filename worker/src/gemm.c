@@ -7,14 +7,14 @@
 #include "parallel.h"
 #include "simd.h"
 
-#define MIN_SPLIT_FLOPS (1 << 22)  /* below this, sharing costs more than it saves */
-#define KSPLIT_MAX_MN (1 << 16)	   /* partial products per thread, in floats */
-#define ALIGN 16		   /* block boundaries on cache lines of floats */
+#define MIN_SPLIT_FLOPS (1 << 22) /* below this, sharing costs more than it saves */
+#define KSPLIT_MAX_MN   (1 << 16) /* partial products per thread, in floats */
+#define ALIGN           16        /* block boundaries on cache lines of floats */
 /* A product with a tiny output and a long K (a convolution's weight
  * gradient: 10 x 32 over 43264) runs about twice as fast in K blocks of
  * this size, accumulated, as in one call, where OpenBLAS' panels spill out
  * of L2. */
-#define KBLOCK 1024
+#define KBLOCK        1024
 #define KBLOCK_MAX_MN 1024
 
 /* Partial products of a K split, one per thread but the first. */
@@ -35,7 +35,7 @@ static const float *at(const float *X, int trans, int ld, int row, int col)
 }
 
 static void sgemm(const struct job *j, int M, int N, int K, const float *A, const float *B,
-		  float beta, float *C, int ldc)
+                  float beta, float *C, int ldc)
 {
 	int kb = (long)M * N <= KBLOCK_MAX_MN && K > KBLOCK ? KBLOCK : K;
 
@@ -44,9 +44,9 @@ static void sgemm(const struct job *j, int M, int N, int K, const float *A, cons
 	for (int k0 = 0; k0 == 0 || k0 < K; k0 += kb) {
 		int nk = K - k0 < kb ? K - k0 : kb;
 		cblas_sgemm(CblasRowMajor, j->ta ? CblasTrans : CblasNoTrans,
-			    j->tb ? CblasTrans : CblasNoTrans, M, N, nk, j->alpha,
-			    at(A, j->ta, j->lda, 0, k0), j->lda, at(B, j->tb, j->ldb, k0, 0),
-			    j->ldb, k0 ? 1.0f : beta, C, ldc);
+		            j->tb ? CblasTrans : CblasNoTrans, M, N, nk, j->alpha,
+		            at(A, j->ta, j->lda, 0, k0), j->lda, at(B, j->tb, j->ldb, k0, 0),
+		            j->ldb, k0 ? 1.0f : beta, C, ldc);
 	}
 }
 
@@ -87,8 +87,8 @@ static void add_partial(float *restrict C, int ldc, const float *restrict P, int
 			C[(size_t)i * ldc + k] += P[(size_t)i * N + k];
 }
 
-void gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-	  const float *B, int ldb, float beta, float *C, int ldc)
+void gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+          int ldb, float beta, float *C, int ldc)
 {
 	int threads = parallel_threads();
 	struct job j = {ta, tb, M, N, K, lda, ldb, ldc, alpha, beta, A, B, C, 'm'};

@@ -12,7 +12,7 @@
 #define MWJ_GEMM_H
 
 /* ta, tb: 0 for no transpose, 1 for transpose, as in CblasNoTrans/Trans. */
-void gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-	  const float *B, int ldb, float beta, float *C, int ldc);
+void gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+          int ldb, float beta, float *C, int ldc);
 
 #endif

@@ -5,7 +5,7 @@
 #include <stddef.h>
 
 struct loss_sums loss_softmax_xent(float *dlogits, const float *logits, const uint8_t *labels,
-				   int B, int K, float scale)
+                                   int B, int K, float scale)
 {
 	struct loss_sums sums = {0.0, 0};
 

@@ -18,6 +18,6 @@ struct loss_sums {
  * global batch of G examples, scale = 1/G. argmax takes the first maximum on
  * ties, like Keras' SparseCategoricalAccuracy. */
 struct loss_sums loss_softmax_xent(float *dlogits, const float *logits, const uint8_t *labels,
-				   int B, int K, float scale);
+                                   int B, int K, float scale);
 
 #endif

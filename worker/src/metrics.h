@@ -8,8 +8,8 @@
 
 struct metrics {
 	double loss_sum; /* sum of per-example losses */
-	double correct;	 /* examples predicted right */
-	double count;	 /* examples seen */
+	double correct;  /* examples predicted right */
+	double count;    /* examples seen */
 };
 
 static inline double metrics_loss(const struct metrics *m)

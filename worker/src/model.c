@@ -18,7 +18,7 @@
 struct layer_spec {
 	enum layer_kind kind;
 	int units; /* conv filters or dense units */
-	int k;	   /* conv kernel side */
+	int k;     /* conv kernel side */
 	int relu;
 };
 
@@ -79,14 +79,14 @@ static int plan_layers(struct model *m, const struct model_spec *spec, char *err
 		switch (s->kind) {
 		case LAYER_CONV2D:
 			if (h < s->k || w < s->k)
-				return err_set(err, "input %dx%d is smaller than the %dx%d kernel", h,
-					       w, s->k, s->k);
+				return err_set(err, "input %dx%d is smaller than the %dx%d kernel",
+				               h, w, s->k, s->k);
 			l->kh = l->kw = s->k;
 			l->out_h = h - s->k + 1, l->out_w = w - s->k + 1, l->out_c = units;
 			l->w_len = (size_t)s->k * s->k * c * units;
 			l->b_len = (size_t)units;
 			n += snprintf(m->desc + n, sizeof(m->desc) - n, "; conv2d %dx%dx%d->%d%s",
-				      s->k, s->k, c, units, s->relu ? " relu" : "");
+			              s->k, s->k, c, units, s->relu ? " relu" : "");
 			break;
 		case LAYER_MAXPOOL2:
 			if (h < 2 || w < 2)
@@ -98,8 +98,8 @@ static int plan_layers(struct model *m, const struct model_spec *spec, char *err
 			l->out_h = l->out_w = 1, l->out_c = units;
 			l->w_len = (size_t)units * h * w * c;
 			l->b_len = (size_t)units;
-			n += snprintf(m->desc + n, sizeof(m->desc) - n, "; dense %d->%d%s", h * w * c,
-				      units, s->relu ? " relu" : "");
+			n += snprintf(m->desc + n, sizeof(m->desc) - n, "; dense %d->%d%s",
+			              h * w * c, units, s->relu ? " relu" : "");
 			break;
 		}
 		l->in_len = (size_t)l->in_h * l->in_w * l->in_c;
@@ -125,8 +125,8 @@ static size_t carve_acts(struct model *m, float *base)
 		l->out = base ? base + off : NULL;
 		off += B * l->out_len;
 		if (l->kind == LAYER_CONV2D) {
-			size_t cols = (size_t)conv_cols_len((int)B, l->in_h, l->in_w, l->in_c,
-							     l->kh, l->kw);
+			size_t cols =
+			    (size_t)conv_cols_len((int)B, l->in_h, l->in_w, l->in_c, l->kh, l->kw);
 			l->cols = base ? base + off : NULL;
 			off += cols;
 			l->dcols = NULL;
@@ -150,7 +150,7 @@ static size_t carve_acts(struct model *m, float *base)
 }
 
 struct model *model_new(const char *name, int in_h, int in_w, int in_c, int classes, int max_batch,
-			char *err)
+                        char *err)
 {
 	const struct model_spec *spec = NULL;
 	struct model *m = NULL;
@@ -164,7 +164,7 @@ struct model *model_new(const char *name, int in_h, int in_w, int in_c, int clas
 	}
 	if (in_h < 1 || in_w < 1 || in_c < 1 || classes < 2 || max_batch < 1) {
 		err_set(err, "model '%s': bad shape %dx%dx%d, %d classes, batch %d", name, in_h,
-			in_w, in_c, classes, max_batch);
+		        in_w, in_c, classes, max_batch);
 		return NULL;
 	}
 	m = xcalloc(1, sizeof(*m));
@@ -231,7 +231,7 @@ void model_forward(struct model *m, const float *x, int B)
 		switch (l->kind) {
 		case LAYER_CONV2D:
 			conv_forward(l->out, l->cols, in, w, B, l->in_h, l->in_w, l->in_c, l->kh,
-				     l->kw, l->out_c, l->relu);
+			             l->kw, l->out_c, l->relu);
 			break;
 		case LAYER_MAXPOOL2:
 			maxpool_forward(l->out, in, B, l->in_h, l->in_w, l->in_c);
@@ -277,17 +277,17 @@ void model_backward(struct model *m, const float *x, int B, grad_ready_fn on_gra
 		switch (l->kind) {
 		case LAYER_CONV2D:
 			conv_backward(dw, din, l->dcols, dout, l->cols, w, B, l->in_h, l->in_w,
-				      l->in_c, l->kh, l->kw, l->out_c);
+			              l->in_c, l->kh, l->kw, l->out_c);
 			break;
 		case LAYER_MAXPOOL2:
 			if (din)
 				maxpool_backward(din, dout, in, l->out, B, l->in_h, l->in_w,
-						 l->in_c, absorb);
+				                 l->in_c, absorb);
 			break;
 		case LAYER_DENSE:
 			/* Reports its slices itself, block by block. */
 			dense_backward(dw, db, din, dout, in, w, B, (int)l->in_len, l->out_c,
-				       absorb, on_grads, ctx, l->w_off);
+			               absorb, on_grads, ctx, l->w_off);
 			break;
 		}
 		if (on_grads && l->kind == LAYER_CONV2D) {

@@ -15,21 +15,21 @@
 #include "grad_slice.h"
 
 #define MODEL_MAX_LAYERS 8
-#define MODEL_DESC_LEN 512
+#define MODEL_DESC_LEN   512
 
 enum layer_kind { LAYER_CONV2D, LAYER_MAXPOOL2, LAYER_DENSE };
 
 struct layer {
 	enum layer_kind kind;
-	int relu;			/* ReLU applied to the output */
-	int in_h, in_w, in_c;		/* per example; a dense layer sees in_h*in_w*in_c */
-	int out_h, out_w, out_c;	/* dense: 1, 1, units */
-	int kh, kw;			/* conv kernel */
-	size_t in_len, out_len;		/* per-example element counts */
+	int relu;                          /* ReLU applied to the output */
+	int in_h, in_w, in_c;              /* per example; a dense layer sees in_h*in_w*in_c */
+	int out_h, out_w, out_c;           /* dense: 1, 1, units */
+	int kh, kw;                        /* conv kernel */
+	size_t in_len, out_len;            /* per-example element counts */
 	size_t w_off, w_len, b_off, b_len; /* slices of params and grads */
-	float *out;			/* (max_batch, out_h, out_w, out_c), view into acts */
-	float *cols;			/* conv: (kh*kw*in_c, max_batch*out_h*out_w) im2col scratch */
-	float *dcols;			/* conv not first: scratch for the input gradient */
+	float *out;                        /* (max_batch, out_h, out_w, out_c), view into acts */
+	float *cols;  /* conv: (kh*kw*in_c, max_batch*out_h*out_w) im2col scratch */
+	float *dcols; /* conv not first: scratch for the input gradient */
 };
 
 struct model {
@@ -41,11 +41,11 @@ struct model {
 	int nlayers;
 	struct layer layers[MODEL_MAX_LAYERS];
 	size_t nparams, nacts;
-	float *params;	 /* (nparams) */
-	float *grads;	 /* (nparams) */
-	float *acts;	 /* (nacts): outputs, scratch and the two gradient buffers */
-	float *dlogits;	 /* (max_batch, classes), view into acts */
-	float *dbuf[2];	 /* ping-pong activation gradients, views into acts */
+	float *params;  /* (nparams) */
+	float *grads;   /* (nparams) */
+	float *acts;    /* (nacts): outputs, scratch and the two gradient buffers */
+	float *dlogits; /* (max_batch, classes), view into acts */
+	float *dbuf[2]; /* ping-pong activation gradients, views into acts */
 };
 
 /* Model construction
@@ -55,7 +55,7 @@ struct model {
  * message in err for an unknown name or an input too small for the model.
  * model_names: the valid names, for --help and error messages. */
 struct model *model_new(const char *name, int in_h, int in_w, int in_c, int classes, int max_batch,
-			char *err);
+                        char *err);
 void model_free(struct model *m);
 const char *model_names(void);
 

@@ -15,9 +15,9 @@
 #error "model files store little-endian floats; add byte swapping for this target"
 #endif
 
-#define MAGIC "MWJMODEL"
+static const unsigned char MAGIC[8] = {'M', 'W', 'J', 'M', 'O', 'D', 'E', 'L'};
 #define PREFIX_LEN 16
-#define PATH_LEN 4096
+#define PATH_LEN   4096
 
 static void put_u32(unsigned char *p, uint32_t v)
 {
@@ -66,7 +66,7 @@ static char *header_json(const struct model *m, const struct model_file_info *in
 }
 
 int model_file_save(const char *dir, const struct model *m, const struct model_file_info *info,
-		    char *err)
+                    char *err)
 {
 	char path[PATH_LEN];
 	unsigned char prefix[PREFIX_LEN], trailer[4];
@@ -83,7 +83,7 @@ int model_file_save(const char *dir, const struct model *m, const struct model_f
 	if (!json)
 		die("out of memory");
 	json_len = strlen(json);
-	memcpy(prefix, MAGIC, 8);
+	memcpy(prefix, MAGIC, sizeof(MAGIC));
 	put_u32(prefix + 8, MODEL_FILE_VERSION);
 	put_u32(prefix + 12, (uint32_t)json_len);
 	crc = crc32c(prefix, sizeof(prefix));
@@ -102,7 +102,7 @@ int model_file_save(const char *dir, const struct model *m, const struct model_f
 /* Checks the header against the model its name builds, and that the file
  * length agrees with num_params. */
 static struct model *model_from_header(const cJSON *h, size_t params_bytes, int max_batch,
-				       char *err)
+                                       char *err)
 {
 	const char *name, *hash;
 	const cJSON *input;
@@ -135,13 +135,13 @@ static struct model *model_from_header(const cJSON *h, size_t params_bytes, int 
 	snprintf(want, sizeof(want), "%016" PRIx64, m->arch_hash);
 	if (strcmp(hash, want) != 0) {
 		err_set(err, "architecture hash %s does not match model '%s' (%s) as built here",
-			hash, name, want);
+		        hash, name, want);
 	} else if ((uint64_t)nparams != m->nparams) {
 		err_set(err, "'num_params' is %" PRId64 " but model '%s' has %zu parameters",
-			nparams, name, m->nparams);
+		        nparams, name, m->nparams);
 	} else if (params_bytes != m->nparams * sizeof(float)) {
 		err_set(err, "holds %zu bytes of parameters, model '%s' needs %zu", params_bytes,
-			name, m->nparams * sizeof(float));
+		        name, m->nparams * sizeof(float));
 	} else {
 		return m;
 	}
@@ -164,20 +164,20 @@ struct model *model_file_load(const char *dir, int max_batch, char *err)
 	}
 	if (file_read_all(path, MODEL_FILE_MAX_BYTES, &buf, &len, err) < 0)
 		return NULL;
-	if (len < PREFIX_LEN + 4 || memcmp(buf, MAGIC, 8) != 0) {
+	if (len < PREFIX_LEN + 4 || memcmp(buf, MAGIC, sizeof(MAGIC)) != 0) {
 		err_set(err, "'%s': not an mwj model file (bad magic)", path);
 		goto out;
 	}
 	version = get_u32(buf + 8);
 	if (version != MODEL_FILE_VERSION) {
 		err_set(err, "'%s': unsupported model format version %u (this build reads %d)",
-			path, version, MODEL_FILE_VERSION);
+		        path, version, MODEL_FILE_VERSION);
 		goto out;
 	}
 	json_len = get_u32(buf + 12);
 	if (json_len > len - PREFIX_LEN - 4) {
 		err_set(err, "'%s': truncated: header claims %zu bytes, file has %zu", path,
-			json_len, len);
+		        json_len, len);
 		goto out;
 	}
 	if (crc32c(buf, len - 4) != get_u32(buf + len - 4)) {

@@ -21,8 +21,8 @@
 
 #include "model.h"
 
-#define MODEL_FILE_NAME "model.mwj"
-#define MODEL_FILE_VERSION 1
+#define MODEL_FILE_NAME      "model.mwj"
+#define MODEL_FILE_VERSION   1
 #define MODEL_FILE_MAX_BYTES (4ull << 30)
 
 /* How the model was trained, recorded in the header for people and tools. */
@@ -39,7 +39,7 @@ struct model_file_info {
 /* Creates dir if needed and writes the model atomically. Returns 0, or -1 with
  * a message in err. */
 int model_file_save(const char *dir, const struct model *m, const struct model_file_info *info,
-		    char *err);
+                    char *err);
 
 /* Reads "<dir>/model.mwj", checks it, and builds the model it describes for
  * up to max_batch examples per step. Returns a model the caller frees with

@@ -28,7 +28,7 @@ const char *optimizer_name(enum optimizer_kind kind)
 }
 
 void optimizer_init(struct optimizer *o, enum optimizer_kind kind, float lr, float momentum,
-		    size_t n)
+                    size_t n)
 {
 	memset(o, 0, sizeof(*o));
 	o->kind = kind;
@@ -59,7 +59,7 @@ static void sgd(float *restrict w, const float *restrict g, size_t n, float lr)
 /* Keras: v = momentum * v - lr * g; w += v. */
 SIMD_CLONES
 static void sgd_momentum(float *restrict w, float *restrict v, const float *restrict g, size_t n,
-			 float lr, float momentum)
+                         float lr, float momentum)
 {
 	for (size_t i = 0; i < n; i++) {
 		v[i] = momentum * v[i] - lr * g[i];
@@ -71,7 +71,7 @@ static void sgd_momentum(float *restrict w, float *restrict v, const float *rest
  * w -= alpha * m / (sqrt(v) + eps), alpha = lr sqrt(1 - b2^t) / (1 - b1^t). */
 SIMD_CLONES
 static void adam(float *restrict w, float *restrict m, float *restrict v, const float *restrict g,
-		 size_t n, float alpha, float b1, float b2, float eps)
+                 size_t n, float alpha, float b1, float b2, float eps)
 {
 	for (size_t i = 0; i < n; i++) {
 		m[i] += (g[i] - m[i]) * (1.0f - b1);
@@ -89,8 +89,7 @@ void optimizer_begin_step(struct optimizer *o)
 	}
 }
 
-void optimizer_apply(struct optimizer *o, float *params, const float *grads, size_t off,
-		     size_t len)
+void optimizer_apply(struct optimizer *o, float *params, const float *grads, size_t off, size_t len)
 {
 	float *w = params + off;
 	const float *g = grads + off;
@@ -110,7 +109,7 @@ void optimizer_apply(struct optimizer *o, float *params, const float *grads, siz
 }
 
 void optimizer_apply_slice(struct optimizer *o, float *params, const float *grads,
-			   const struct grad_slice *s)
+                           const struct grad_slice *s)
 {
 	for (size_t r = 0; r < s->rows; r++)
 		optimizer_apply(o, params, grads, s->off + r * s->stride, s->cols);

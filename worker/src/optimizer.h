@@ -17,13 +17,13 @@ enum optimizer_kind { OPT_SGD, OPT_ADAM };
 struct optimizer {
 	enum optimizer_kind kind;
 	float lr;
-	float momentum;		  /* SGD; 0 disables the velocity slot */
-	float beta1, beta2, eps;  /* Adam: Keras' 0.9, 0.999, 1e-7 */
-	uint64_t iterations;	  /* steps begun so far */
-	float alpha;		  /* Adam: the step size of the current iteration */
-	size_t n;		  /* parameters */
-	int nslots;		  /* state buffers of n floats: 0, 1 or 2 */
-	float *state;		  /* (nslots, n) */
+	float momentum;          /* SGD; 0 disables the velocity slot */
+	float beta1, beta2, eps; /* Adam: Keras' 0.9, 0.999, 1e-7 */
+	uint64_t iterations;     /* steps begun so far */
+	float alpha;             /* Adam: the step size of the current iteration */
+	size_t n;                /* parameters */
+	int nslots;              /* state buffers of n floats: 0, 1 or 2 */
+	float *state;            /* (nslots, n) */
 };
 
 /* Parses "sgd" or "adam"; -1 if neither. */
@@ -33,7 +33,7 @@ const char *optimizer_name(enum optimizer_kind kind);
 /* Sets up an optimizer for n parameters with zeroed state; release frees the
  * state (and accepts a zeroed struct). */
 void optimizer_init(struct optimizer *o, enum optimizer_kind kind, float lr, float momentum,
-		    size_t n);
+                    size_t n);
 void optimizer_release(struct optimizer *o);
 
 /* One update is optimizer_begin_step, then optimizer_apply over slices that
@@ -46,9 +46,9 @@ void optimizer_release(struct optimizer *o);
  * shared among the compute threads. */
 void optimizer_begin_step(struct optimizer *o);
 void optimizer_apply(struct optimizer *o, float *params, const float *grads, size_t off,
-		     size_t len);
+                     size_t len);
 void optimizer_apply_slice(struct optimizer *o, float *params, const float *grads,
-			   const struct grad_slice *s);
+                           const struct grad_slice *s);
 void optimizer_step(struct optimizer *o, float *params, const float *grads);
 
 #endif

@@ -23,13 +23,14 @@ struct pool {
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
 	atomic_uint_fast64_t generation; /* bumped once per region */
-	atomic_int pending;		 /* pool threads still running the region */
+	atomic_int pending;              /* pool threads still running the region */
 	atomic_int stop;
 	parallel_fn fn;
 	void *ctx;
 };
 
 static struct pool pool = {.threads = 1};
+static int part_ids[PARALLEL_MAX_THREADS]; /* what each pool thread is told it is */
 
 static inline void cpu_relax(void)
 {
@@ -40,7 +41,7 @@ static inline void cpu_relax(void)
 
 static void *pool_main(void *arg)
 {
-	int part = (int)(intptr_t)arg;
+	int part = *(const int *)arg;
 	uint64_t seen = 0;
 
 	for (;;) {
@@ -51,7 +52,8 @@ static void *pool_main(void *arg)
 		}
 		if (gen == seen) {
 			pthread_mutex_lock(&pool.lock);
-			while ((gen = atomic_load(&pool.generation)) == seen && !atomic_load(&pool.stop))
+			while ((gen = atomic_load(&pool.generation)) == seen &&
+			       !atomic_load(&pool.stop))
 				pthread_cond_wait(&pool.wake, &pool.lock);
 			pthread_mutex_unlock(&pool.lock);
 		}
@@ -67,14 +69,15 @@ int parallel_init(int threads, char *err)
 {
 	if (threads < 1 || threads > PARALLEL_MAX_THREADS)
 		return err_set(err, "thread count %d out of range [1, %d]", threads,
-			       PARALLEL_MAX_THREADS);
+		               PARALLEL_MAX_THREADS);
 	parallel_shutdown();
 	pthread_mutex_init(&pool.lock, NULL);
 	pthread_cond_init(&pool.wake, NULL);
 	atomic_store(&pool.stop, 0);
 	atomic_store(&pool.generation, 0);
 	for (int i = 1; i < threads; i++) {
-		int rc = pthread_create(&pool.tids[i], NULL, pool_main, (void *)(intptr_t)i);
+		part_ids[i] = i;
+		int rc = pthread_create(&pool.tids[i], NULL, pool_main, &part_ids[i]);
 		if (rc != 0) {
 			pool.threads = i;
 			parallel_shutdown();

@@ -14,7 +14,9 @@ void maxpool_forward(float *restrict out, const float *restrict in, int B, int H
 	for (int b = 0; b < B; b++) {
 		for (int oh = 0; oh < OH; oh++) {
 			for (int ow = 0; ow < OW; ow++) {
-				const float *p = in + (((size_t)b * H + 2 * oh) * W + 2 * ow) * C;
+				const float *p =
+				    in +
+				    (((size_t)b * H + 2 * (size_t)oh) * W + 2 * (size_t)ow) * C;
 				const float *q = p + (size_t)W * C;
 				float *o = out + (((size_t)b * OH + oh) * OW + ow) * C;
 				for (int c = 0; c < C; c++) {
@@ -28,7 +30,7 @@ void maxpool_forward(float *restrict out, const float *restrict in, int B, int H
 }
 
 void maxpool_backward(float *restrict din, const float *restrict dout, const float *restrict in,
-		      const float *restrict out, int B, int H, int W, int C, int mask_by_input)
+                      const float *restrict out, int B, int H, int W, int C, int mask_by_input)
 {
 	int OH = H / 2, OW = W / 2;
 
@@ -36,9 +38,10 @@ void maxpool_backward(float *restrict din, const float *restrict dout, const flo
 	for (int b = 0; b < B; b++) {
 		for (int oh = 0; oh < OH; oh++) {
 			for (int ow = 0; ow < OW; ow++) {
-				size_t top = (((size_t)b * H + 2 * oh) * W + 2 * ow) * C;
+				size_t top =
+				    (((size_t)b * H + 2 * (size_t)oh) * W + 2 * (size_t)ow) * C;
 				size_t at[4] = {top, top + C, top + (size_t)W * C,
-						top + (size_t)W * C + C};
+				                top + (size_t)W * C + C};
 				size_t o = (((size_t)b * OH + oh) * OW + ow) * C;
 				for (int c = 0; c < C; c++) {
 					if (mask_by_input && !(out[o + c] > 0.0f))

@@ -15,6 +15,6 @@ void maxpool_forward(float *out, const float *in, int B, int H, int W, int C);
  * set, a window whose maximum is not positive routes nothing: the backward
  * pass of a ReLU that produced in, fused in at no extra cost. */
 void maxpool_backward(float *din, const float *dout, const float *in, const float *out, int B,
-		      int H, int W, int C, int mask_by_input);
+                      int H, int W, int C, int mask_by_input);
 
 #endif

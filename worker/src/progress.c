@@ -8,9 +8,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BAR_WIDTH 30
+#define BAR_WIDTH      30
 #define REDRAW_SECONDS 0.05
-#define LINE_LEN 512
+#define LINE_LEN       512
 
 double progress_now(void)
 {
@@ -92,7 +92,7 @@ static void fmt_eta(char *buf, size_t len, double eta)
 
 /* One text line: bar, time, metrics. final selects elapsed time over ETA. */
 static void print_text(struct progress *p, long current, const struct metrics *run,
-		       const struct metrics *val, int final)
+                       const struct metrics *val, int final)
 {
 	char line[LINE_LEN];
 	double elapsed = progress_now() - p->start;
@@ -116,7 +116,7 @@ static void print_text(struct progress *p, long current, const struct metrics *r
 }
 
 static void print_json(struct progress *p, const char *event, long current, long global_step,
-		       const struct metrics *run, const struct metrics *val)
+                       const struct metrics *run, const struct metrics *val)
 {
 	cJSON *o = cJSON_CreateObject();
 	double elapsed = progress_now() - p->start;
@@ -142,7 +142,7 @@ static void print_json(struct progress *p, const char *event, long current, long
 	cJSON_AddNumberToObject(o, "seconds", elapsed);
 	cJSON_AddNumberToObject(o, "ms_per_step", current ? elapsed * 1e3 / current : 0.0);
 	cJSON_AddNumberToObject(o, "samples_per_sec",
-				elapsed > 0 ? (double)current * p->batch / elapsed : 0.0);
+	                        elapsed > 0 ? (double)current * p->batch / elapsed : 0.0);
 	text = cJSON_PrintUnformatted(o);
 	if (text) {
 		fprintf(p->out, "%s\n", text);
@@ -189,7 +189,7 @@ void progress_step(struct progress *p, long step, long global_step, const struct
 }
 
 void progress_epoch_end(struct progress *p, long global_step, const struct metrics *train,
-			const struct metrics *val)
+                        const struct metrics *val)
 {
 	if (p->mode == PROGRESS_JSON)
 		print_json(p, "epoch", p->target, global_step, train, val);

@@ -19,11 +19,11 @@ enum progress_mode { PROGRESS_BAR, PROGRESS_LINES, PROGRESS_JSON, PROGRESS_QUIET
 struct progress {
 	enum progress_mode mode;
 	FILE *out;
-	long every;	    /* steps between periodic lines; 0 = none */
-	long batch;	    /* examples per step, for samples/s */
-	const char *what;   /* "epoch" or "evaluate" in JSON */
+	long every;       /* steps between periodic lines; 0 = none */
+	long batch;       /* examples per step, for samples/s */
+	const char *what; /* "epoch" or "evaluate" in JSON */
 	int epoch, epochs;
-	long target;	    /* steps in this epoch */
+	long target;        /* steps in this epoch */
 	double start, last; /* seconds, monotonic */
 };
 
@@ -39,7 +39,7 @@ void progress_step(struct progress *p, long step, long global_step, const struct
 
 /* Prints the epoch's final line; val may be NULL. */
 void progress_epoch_end(struct progress *p, long global_step, const struct metrics *train,
-			const struct metrics *val);
+                        const struct metrics *val);
 
 /* For evaluate: one final line with the test metrics over steps steps. */
 void progress_evaluate_end(struct progress *p, long steps, const struct metrics *test);

@@ -54,7 +54,7 @@ long trainer_eval_steps(const struct dataset *ds, int batch, long steps)
 }
 
 struct metrics trainer_evaluate(struct model *m, const struct dataset *ds, int batch, long steps,
-				float *x, uint8_t *y)
+                                float *x, uint8_t *y)
 {
 	struct metrics sums = {0};
 	long n = trainer_eval_steps(ds, batch, steps);
@@ -102,24 +102,23 @@ static int run_setup(struct run *r, const struct train_config *cfg, char *err)
 		return -1;
 	if (r->test.n && (r->test.rows != r->train.rows || r->test.cols != r->train.cols))
 		return err_set(err, "'%s' holds %ux%u images but '%s' holds %ux%u",
-			       r->test.images_path, r->test.rows, r->test.cols,
-			       r->train.images_path, r->train.rows, r->train.cols);
+		               r->test.images_path, r->test.rows, r->test.cols,
+		               r->train.images_path, r->train.rows, r->train.cols);
 	log_info("loaded %u training examples of %ux%u from '%s'", r->train.n, r->train.rows,
-		 r->train.cols, cfg->data_dir);
-	r->model = model_new(cfg->model, (int)r->train.rows, (int)r->train.cols, 1,
-			     DATASET_CLASSES, cfg->batch_size, err);
+	         r->train.cols, cfg->data_dir);
+	r->model = model_new(cfg->model, (int)r->train.rows, (int)r->train.cols, 1, DATASET_CLASSES,
+	                     cfg->batch_size, err);
 	if (!r->model)
 		return -1;
 	model_init_params(r->model, cfg->seed);
 	optimizer_init(&r->opt, cfg->optimizer, (float)cfg->learning_rate, (float)cfg->momentum,
-		       r->model->nparams);
+	               r->model->nparams);
 	r->stream.ds = &r->train;
 	r->stream.seed = cfg->seed;
 	r->stream.order = xcalloc(r->train.n, sizeof(uint32_t));
 	r->x = xcalloc((size_t)cfg->batch_size * r->train.rows * r->train.cols, sizeof(float));
 	r->y = xcalloc((size_t)cfg->batch_size, 1);
-	log_info("model %s: %s; %zu parameters", r->model->name, r->model->desc,
-		 r->model->nparams);
+	log_info("model %s: %s; %zu parameters", r->model->name, r->model->desc, r->model->nparams);
 	return 0;
 }
 
@@ -134,7 +133,7 @@ static void update_layer(void *ctx, const struct grad_slice *s)
 /* One step: forward, loss, backward with each layer updated as soon as its
  * gradients are final. Adds the batch to sums. */
 static int train_step(struct run *r, int batch, uint64_t global_step, struct metrics *sums,
-		      char *err)
+                      char *err)
 {
 	struct model *m = r->model;
 
@@ -144,7 +143,7 @@ static int train_step(struct run *r, int batch, uint64_t global_step, struct met
 	    loss_softmax_xent(m->dlogits, model_logits(m), r->y, batch, m->classes, 1.0f / batch);
 	if (!isfinite(l.loss))
 		return err_set(err, "loss is %f at step %llu; lower --learning-rate", l.loss,
-			       (unsigned long long)global_step + 1);
+		               (unsigned long long)global_step + 1);
 	optimizer_begin_step(&r->opt);
 	model_backward(m, r->x, batch, update_layer, r);
 	sums->loss_sum += l.loss;
@@ -153,8 +152,7 @@ static int train_step(struct run *r, int batch, uint64_t global_step, struct met
 	return 0;
 }
 
-int trainer_fit(const struct train_config *cfg, FILE *out, struct train_result *result,
-		char *err)
+int trainer_fit(const struct train_config *cfg, FILE *out, struct train_result *result, char *err)
 {
 	struct run r = {0};
 	struct progress p;
@@ -169,8 +167,8 @@ int trainer_fit(const struct train_config *cfg, FILE *out, struct train_result *
 	if (run_setup(&r, cfg, err) < 0)
 		goto out;
 	long steps = cfg->steps_per_epoch
-			 ? cfg->steps_per_epoch
-			 : ((long)r.train.n + cfg->batch_size - 1) / cfg->batch_size;
+	                 ? cfg->steps_per_epoch
+	                 : ((long)r.train.n + cfg->batch_size - 1) / cfg->batch_size;
 	progress_init(&p, out, cfg->json, cfg->log_every, cfg->batch_size);
 	for (int epoch = 1; epoch <= cfg->epochs; epoch++) {
 		struct metrics sums = {0}, val = {0};
@@ -185,20 +183,20 @@ int trainer_fit(const struct train_config *cfg, FILE *out, struct train_result *
 		double seconds = progress_now() - t0;
 		if (cfg->validation_steps != 0)
 			val = trainer_evaluate(r.model, &r.test, cfg->batch_size,
-					       cfg->validation_steps, r.x, r.y);
+			                       cfg->validation_steps, r.x, r.y);
 		progress_epoch_end(&p, (long)global_step, &sums,
-				   cfg->validation_steps != 0 ? &val : NULL);
+		                   cfg->validation_steps != 0 ? &val : NULL);
 		if (result)
 			*result = (struct train_result){sums, val, (long)global_step, seconds};
 	}
 	if (cfg->model_dir[0]) {
 		struct model_file_info info = {optimizer_name(cfg->optimizer),
-					       cfg->learning_rate,
-					       cfg->batch_size,
-					       1,
-					       cfg->epochs,
-					       (long)global_step,
-					       cfg->seed};
+		                               cfg->learning_rate,
+		                               cfg->batch_size,
+		                               1,
+		                               cfg->epochs,
+		                               (long)global_step,
+		                               cfg->seed};
 		if (model_file_save(cfg->model_dir, r.model, &info, err) < 0)
 			goto out;
 		log_info("model saved to '%s/%s'", cfg->model_dir, MODEL_FILE_NAME);

@@ -23,10 +23,10 @@ struct train_config {
 	double momentum;
 	uint64_t seed;
 	char data_dir[TRAIN_PATH_LEN];
-	long validation_steps; /* 0: none; VALIDATION_ALL: the whole test split */
+	long validation_steps;          /* 0: none; VALIDATION_ALL: the whole test split */
 	char model_dir[TRAIN_PATH_LEN]; /* "" : do not save */
 	int threads;
-	int json;	/* JSON lines on stdout instead of the progress bar */
+	int json;       /* JSON lines on stdout instead of the progress bar */
 	long log_every; /* steps between periodic progress lines, 0 = none */
 };
 
@@ -41,14 +41,13 @@ struct train_result {
 /* Trains as configured, printing progress on out, and writes the model to
  * model_dir. result may be NULL. Returns 0, or -1 with a message in err (bad
  * data, a loss that is no longer finite, a failed save). */
-int trainer_fit(const struct train_config *cfg, FILE *out, struct train_result *result,
-		char *err);
+int trainer_fit(const struct train_config *cfg, FILE *out, struct train_result *result, char *err);
 
 /* Runs the model over steps batches of ds in file order (VALIDATION_ALL: the
  * whole split, the last batch partial) and returns the loss and accuracy sums.
  * x and y are scratch for max_batch examples. */
 struct metrics trainer_evaluate(struct model *m, const struct dataset *ds, int batch, long steps,
-				float *x, uint8_t *y);
+                                float *x, uint8_t *y);
 
 /* Returns the number of batches trainer_evaluate runs for steps. */
 long trainer_eval_steps(const struct dataset *ds, int batch, long steps);

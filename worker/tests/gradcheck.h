@@ -14,7 +14,7 @@
 
 #include "rng.h"
 
-#define GRADCHECK_H 1e-2f
+#define GRADCHECK_H    1e-2f
 #define GRADCHECK_ATOL 2e-3
 #define GRADCHECK_RTOL 2e-2
 
@@ -40,7 +40,7 @@ static inline double dot_d(const float *a, const float *b, size_t n)
 /* Returns how many of the n analytic values disagree with the numeric ones,
  * printing the first few. */
 static inline int grad_mismatches(const char *what, const float *analytic, const double *numeric,
-				  size_t n)
+                                  size_t n)
 {
 	int bad = 0;
 

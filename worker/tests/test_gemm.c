@@ -85,8 +85,8 @@ static void reference(const struct shape *s, const float *A, const float *B, flo
 	int lda = s->ta ? s->M : s->K, ldb = s->tb ? s->K : s->N;
 
 	cblas_sgemm(CblasRowMajor, s->ta ? CblasTrans : CblasNoTrans,
-		    s->tb ? CblasTrans : CblasNoTrans, s->M, s->N, s->K, 0.75f, A, lda, B, ldb,
-		    s->beta, C, s->N);
+	            s->tb ? CblasTrans : CblasNoTrans, s->M, s->N, s->K, 0.75f, A, lda, B, ldb,
+	            s->beta, C, s->N);
 }
 
 static void test_split_gemm_matches_plain_sgemm_for_every_split(void **state)

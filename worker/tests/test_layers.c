@@ -19,9 +19,9 @@
 /* Conv: B=2, 5x6 input with 2 channels, 3x3 kernel, 3 filters, so that the
  * input gradient (col2im) is exercised with C > 1. */
 enum { CB = 2, CH = 5, CW = 6, CC = 2, CK = 3, COC = 3, COH = CH - CK + 1, COW = CW - CK + 1 };
-#define C_IN (CB * CH * CW * CC)
-#define C_W (CK * CK * CC * COC)
-#define C_OUT (CB * COH * COW * COC)
+#define C_IN   (CB * CH * CW * CC)
+#define C_W    (CK * CK * CC * COC)
+#define C_OUT  (CB * COH * COW * COC)
 #define C_COLS ((CK * CK * CC + 1) * CB * COH * COW)
 
 static double conv_loss(const float *in, const float *wb, const float *r)
@@ -50,8 +50,15 @@ static void test_conv_forward_matches_direct_convolution(void **state)
 					for (int kh = 0; kh < CK; kh++)
 						for (int kw = 0; kw < CK; kw++)
 							for (int c = 0; c < CC; c++)
-								s += (double)in[((n * CH + oh + kh) * CW + ow + kw) * CC + c] *
-								     w[((kh * CK + kw) * CC + c) * COC + o];
+								s +=
+								    (double)in[((n * CH + oh + kh) *
+								                    CW +
+								                ow + kw) *
+								                   CC +
+								               c] *
+								    w[((kh * CK + kw) * CC + c) *
+								          COC +
+								      o];
 					float got = out[((n * COH + oh) * COW + ow) * COC + o];
 					assert_float_equal(got, s, 1e-5);
 				}
@@ -173,7 +180,7 @@ static void test_relu_gradient_matches_finite_differences(void **state)
 /* Max pool: 2 images of 5x4x3, so an odd row is dropped. Distinct values
  * spaced more than 2h apart keep every window's maximum where it is. */
 enum { PB = 2, PH = 5, PW = 4, PC = 3, POH = PH / 2, POW = PW / 2 };
-#define P_IN (PB * PH * PW * PC)
+#define P_IN  (PB * PH * PW * PC)
 #define P_OUT (PB * POH * POW * PC)
 
 static void test_maxpool_gradient_matches_finite_differences(void **state)

@@ -45,9 +45,16 @@ static uint64_t kink_pattern(const struct model *m)
 			for (int oh = 0; oh < l->out_h; oh++)
 				for (int ow = 0; ow < l->out_w; ow++)
 					for (int c = 0; c < C; c++) {
-						size_t o = (((size_t)b * l->out_h + oh) * l->out_w + ow) * C + c;
-						size_t t = (((size_t)b * l->in_h + 2 * oh) * W + 2 * ow) * C + c;
-						size_t at[4] = {t, t + C, t + (size_t)W * C, t + (size_t)W * C + C};
+						size_t o =
+						    (((size_t)b * l->out_h + oh) * l->out_w + ow) *
+						        C +
+						    c;
+						size_t t =
+						    (((size_t)b * l->in_h + 2 * oh) * W + 2 * ow) *
+						        C +
+						    c;
+						size_t at[4] = {t, t + C, t + (size_t)W * C,
+						                t + (size_t)W * C + C};
 						int k = 0;
 						while (k < 3 && in[at[k]] != l->out[o])
 							k++;
@@ -106,7 +113,8 @@ static void check_model_gradients(const char *name)
 				here++;
 				bad += grad_mismatches(name, &m->grads[off + j], &num, 1);
 			}
-			printf("layer %d %s: %d of %d checked\n", i, s ? "bias" : "kernel", here, tried);
+			printf("layer %d %s: %d of %d checked\n", i, s ? "bias" : "kernel", here,
+			       tried);
 			/* Every tensor gets at least half of its checks. The conv
 			 * bias shifts all 147 of its filter's outputs at once and
 			 * so meets the most kinks: about a third of its checks. */
@@ -142,8 +150,8 @@ static void test_cnn_has_the_tutorial_shapes_and_parameter_count(void **state)
 	/* Keras summary: conv 320, dense 2769024, dense 1290. */
 	assert_int_equal(m->nparams, 320 + 2769024 + 1290);
 	assert_int_equal(m->layers[0].out_len, 26 * 26 * 32);
-	assert_string_equal(m->desc,
-			    "input 28x28x1; conv2d 3x3x1->32 relu; dense 21632->128 relu; dense 128->10");
+	assert_string_equal(
+	    m->desc, "input 28x28x1; conv2d 3x3x1->32 relu; dense 21632->128 relu; dense 128->10");
 	model_free(m);
 	m = model_new("cnn-pool", 28, 28, 1, 10, 64, err);
 	assert_non_null(m);
@@ -206,7 +214,7 @@ static void record_slice(void *ctx, const struct grad_slice *s)
 	for (size_t row = 0; row < s->rows; row++)
 		for (size_t i = 0; i < s->cols; i++)
 			__atomic_fetch_add(&r->count[s->off + row * s->stride + i], 1,
-					   __ATOMIC_RELAXED);
+			                   __ATOMIC_RELAXED);
 	__atomic_fetch_add(&r->reports, 1, __ATOMIC_RELAXED);
 }
 

@@ -67,7 +67,7 @@ static int teardown_tmp(void **state)
 
 /* Trains, saves to <tmp>/<sub>, and returns the model file's bytes. */
 static unsigned char *train_and_read(struct train_config *c, const struct tmp *t, const char *sub,
-				     size_t *len, struct train_result *res)
+                                     size_t *len, struct train_result *res)
 {
 	char err[ERR_LEN], path[TRAIN_PATH_LEN + 32];
 	unsigned char *buf = NULL;
@@ -82,7 +82,7 @@ static unsigned char *train_and_read(struct train_config *c, const struct tmp *t
 }
 
 static void expect_same_weights_for_same_seed(void **state, const char *model, int threads,
-					      enum optimizer_kind opt)
+                                              enum optimizer_kind opt)
 {
 	struct train_config c;
 	size_t la, lb, lc;
@@ -202,17 +202,17 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(
-		test_same_seed_gives_bitwise_identical_weights_on_one_thread, setup_tmp,
-		teardown_tmp),
+	        test_same_seed_gives_bitwise_identical_weights_on_one_thread, setup_tmp,
+	        teardown_tmp),
 	    cmocka_unit_test_setup_teardown(
-		test_same_seed_gives_bitwise_identical_weights_on_two_threads, setup_tmp,
-		teardown_tmp),
+	        test_same_seed_gives_bitwise_identical_weights_on_two_threads, setup_tmp,
+	        teardown_tmp),
 	    cmocka_unit_test_setup_teardown(test_same_seed_gives_bitwise_identical_cnn_pool_weights,
-					    setup_tmp, teardown_tmp),
+	                                    setup_tmp, teardown_tmp),
 	    cmocka_unit_test_setup_teardown(test_training_on_a_slice_drives_the_loss_below_0_75,
-					    setup_tmp, teardown_tmp),
+	                                    setup_tmp, teardown_tmp),
 	    cmocka_unit_test_setup_teardown(test_one_epoch_reaches_test_accuracy_above_0_80,
-					    setup_tmp, teardown_tmp),
+	                                    setup_tmp, teardown_tmp),
 	    cmocka_unit_test(test_missing_data_directory_is_reported_with_the_file),
 	};
 	log_set_level(LOG_WARN);
