@@ -16,6 +16,9 @@
 
 #define MODEL_MAX_LAYERS 8
 #define MODEL_DESC_LEN   512
+/* Refuse shapes whose buffers would exceed this, rather than dying in
+ * malloc: a model file header is outside input. */
+#define MODEL_MAX_BYTES (16ull << 30)
 
 enum layer_kind { LAYER_CONV2D, LAYER_MAXPOOL2, LAYER_DENSE };
 
@@ -52,7 +55,8 @@ struct model {
  * model_new: builds the named model ("cnn" or "cnn-pool") for inputs of
  * (in_h, in_w, in_c) and up to max_batch examples per step, with parameters
  * zeroed. Returns a model the caller frees with model_free, or NULL with a
- * message in err for an unknown name or an input too small for the model.
+ * message in err for an unknown name, an input too small for the model, or
+ * buffers larger than MODEL_MAX_BYTES.
  * model_names: the valid names, for --help and error messages. */
 struct model *model_new(const char *name, int in_h, int in_w, int in_c, int classes, int max_batch,
                         char *err);

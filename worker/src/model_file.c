@@ -104,12 +104,22 @@ int model_file_save(const char *dir, const struct model *m, const struct model_f
 static struct model *model_from_header(const cJSON *h, size_t params_bytes, int max_batch,
                                        char *err)
 {
-	const char *name, *hash;
+	const char *name, *hash, *format, *dtype;
 	const cJSON *input;
 	int64_t classes, nparams, dims[3];
 	struct model *m;
 	char want[17];
 
+	if (json_get_string(h, "", "format", &format, err) < 0 ||
+	    json_get_string(h, "", "dtype", &dtype, err) < 0)
+		return NULL;
+	if (strcmp(format, "mwj-model") != 0 || strcmp(dtype, "float32") != 0) {
+		err_set(err,
+		        "header says format '%s' with dtype '%s', expected 'mwj-model' with "
+		        "'float32'",
+		        format, dtype);
+		return NULL;
+	}
 	if (json_get_string(h, "", "model", &name, err) < 0 ||
 	    json_get_string(h, "", "arch_hash", &hash, err) < 0 ||
 	    json_get_array(h, "", "input", &input, err) < 0 ||
@@ -164,8 +174,12 @@ struct model *model_file_load(const char *dir, int max_batch, char *err)
 	}
 	if (file_read_all(path, MODEL_FILE_MAX_BYTES, &buf, &len, err) < 0)
 		return NULL;
-	if (len < PREFIX_LEN + 4 || memcmp(buf, MAGIC, sizeof(MAGIC)) != 0) {
+	if (len < sizeof(MAGIC) || memcmp(buf, MAGIC, sizeof(MAGIC)) != 0) {
 		err_set(err, "'%s': not an mwj model file (bad magic)", path);
+		goto out;
+	}
+	if (len < PREFIX_LEN + 4) {
+		err_set(err, "'%s': truncated: %zu bytes, less than a header", path, len);
 		goto out;
 	}
 	version = get_u32(buf + 8);

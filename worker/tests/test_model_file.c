@@ -510,6 +510,33 @@ static void test_load_refuses_a_header_naming_an_unknown_model(void **state)
 	assert_load_refused(fx, "unknown model 'resnet50'");
 }
 
+static void test_load_refuses_another_format_or_dtype(void **state)
+{
+	struct fixture *fx = *state;
+
+	save_small(fx);
+	replace_header_member(fx, "dtype", cJSON_CreateString("bfloat16"));
+	assert_load_refused(fx, "dtype 'bfloat16'");
+	save_small(fx);
+	replace_header_member(fx, "format", cJSON_CreateString("keras-h5"));
+	assert_load_refused(fx, "format 'keras-h5'");
+}
+
+/* A hostile header asking for 4096x4096 inputs is refused with a message,
+ * not by running out of memory. */
+static void test_load_refuses_a_header_with_an_absurd_input_shape(void **state)
+{
+	struct fixture *fx = *state;
+	cJSON *input = cJSON_CreateArray();
+
+	save_small(fx);
+	cJSON_AddItemToArray(input, cJSON_CreateNumber(4096));
+	cJSON_AddItemToArray(input, cJSON_CreateNumber(4096));
+	cJSON_AddItemToArray(input, cJSON_CreateNumber(1));
+	replace_header_member(fx, "input", input);
+	assert_load_refused(fx, "GiB");
+}
+
 static void test_load_refuses_a_header_that_is_not_json(void **state)
 {
 	struct fixture *fx = *state;
@@ -612,6 +639,8 @@ int main(void)
 	    TEST(test_load_refuses_a_flipped_byte),
 	    TEST(test_load_refuses_a_header_naming_an_unknown_model),
 	    TEST(test_load_refuses_a_header_that_is_not_json),
+	    TEST(test_load_refuses_another_format_or_dtype),
+	    TEST(test_load_refuses_a_header_with_an_absurd_input_shape),
 	    TEST(test_load_refuses_an_architecture_hash_mismatch),
 	    TEST(test_load_refuses_num_params_that_disagree_with_the_model),
 	    TEST(test_load_refuses_a_file_length_that_disagrees_with_num_params),
