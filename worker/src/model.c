@@ -12,6 +12,7 @@
 #include "err.h"
 #include "pool.h"
 #include "rng.h"
+#include "tensor_mem.h"
 
 #define UNITS_CLASSES (-1) /* a dense layer as wide as the number of classes */
 
@@ -189,9 +190,9 @@ struct model *model_new(const char *name, int in_h, int in_w, int in_c, int clas
 		free(m);
 		return NULL;
 	}
-	m->params = xcalloc(m->nparams, sizeof(float));
-	m->grads = xcalloc(m->nparams, sizeof(float));
-	m->acts = xcalloc(m->nacts, sizeof(float));
+	m->params = tensor_alloc(m->nparams);
+	m->grads = tensor_alloc(m->nparams);
+	m->acts = tensor_alloc(m->nacts);
 	carve_acts(m, m->acts);
 	return m;
 }
@@ -200,9 +201,9 @@ void model_free(struct model *m)
 {
 	if (!m)
 		return;
-	free(m->params);
-	free(m->grads);
-	free(m->acts);
+	tensor_free(m->params);
+	tensor_free(m->grads);
+	tensor_free(m->acts);
 	free(m);
 }
 

@@ -8,6 +8,7 @@
 #include "err.h"
 #include "parallel.h"
 #include "simd.h"
+#include "tensor_mem.h"
 
 #define MIN_SPLIT 65536 /* parameters; below this one thread is faster */
 
@@ -40,12 +41,12 @@ void optimizer_init(struct optimizer *o, enum optimizer_kind kind, float lr, flo
 	o->n = n;
 	o->nslots = kind == OPT_ADAM ? 2 : momentum > 0.0f ? 1 : 0;
 	if (o->nslots)
-		o->state = xcalloc((size_t)o->nslots * n, sizeof(float));
+		o->state = tensor_alloc((size_t)o->nslots * n);
 }
 
 void optimizer_release(struct optimizer *o)
 {
-	free(o->state);
+	tensor_free(o->state);
 	o->state = NULL;
 }
 
