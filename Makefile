@@ -42,6 +42,7 @@ WORKER_LIB := $(OBJ)/libmwjworker.a
 
 COMMON_TESTS := $(patsubst common/tests/%.c,$(BIN)/common_%,$(wildcard common/tests/test_*.c))
 WORKER_TESTS := $(patsubst worker/tests/%.c,$(BIN)/worker_%,$(wildcard worker/tests/test_*.c))
+WORKER_TEST_UTIL := $(OBJ)/worker/tests/testutil.o
 TESTS := $(COMMON_TESTS) $(WORKER_TESTS)
 BENCHES := $(patsubst bench/%.c,$(BIN)/%,$(wildcard bench/*.c))
 WORKER_BIN := $(BIN)/mwj-worker
@@ -69,7 +70,7 @@ $(BIN)/common_%: $(OBJ)/common/tests/%.o $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) $^ $(LIBS) -lcmocka -o $@
 
-$(BIN)/worker_%: $(OBJ)/worker/tests/%.o $(WORKER_LIB) $(COMMON_LIB)
+$(BIN)/worker_%: $(OBJ)/worker/tests/%.o $(WORKER_TEST_UTIL) $(WORKER_LIB) $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) $^ $(LIBS) -lcmocka -o $@
 

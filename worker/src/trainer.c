@@ -166,6 +166,8 @@ int trainer_fit(const struct train_config *cfg, FILE *out, struct train_result *
 		goto out;
 	if (run_setup(&r, cfg, err) < 0)
 		goto out;
+	if (!cfg->model_dir[0])
+		log_warn("no --model-dir (or MWJ_MODEL_DIR): the trained model will not be saved");
 	long steps = cfg->steps_per_epoch
 	                 ? cfg->steps_per_epoch
 	                 : ((long)r.train.n + cfg->batch_size - 1) / cfg->batch_size;

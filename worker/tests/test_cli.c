@@ -15,12 +15,10 @@
 
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
-#include <regex.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -36,10 +34,10 @@
 #include "err.h"
 #include "model.h"
 #include "model_file.h"
+#include "testutil.h"
 
-#define DEFAULT_DATA_DIR "/usr/share/datasets/fashion-mnist"
-#define QUICK_SECONDS    60  /* runs that stop at parsing or loading */
-#define TRAIN_SECONDS    600 /* runs that train or evaluate, generous for sanitizers */
+#define QUICK_SECONDS 60  /* runs that stop at parsing or loading */
+#define TRAIN_SECONDS 600 /* runs that train or evaluate, generous for sanitizers */
 
 /* Keras' numbers: "%.4f", or "%.4e" when |v| <= 1e-3. */
 #define NUM "([0-9]+\\.[0-9]{4}|[0-9]\\.[0-9]{4}e[-+][0-9]{2})"
@@ -51,62 +49,25 @@ extern char **environ;
 static const char *worker_bin;
 
 struct fixture {
-	char dir[64];
+	char dir[TESTUTIL_TMPDIR_LEN]; /* first, for testutil_fixture_setup() */
 	char path[PATH_MAX];
 	int status; /* exit status of the last run; 128 + signal if killed */
 	char *out;  /* its stdout and stderr, NUL-terminated */
 	char *err;
 };
 
-static const char *data_dir(void)
-{
-	const char *d = getenv("MWJ_TEST_DATA");
-
-	return d && d[0] ? d : DEFAULT_DATA_DIR;
-}
-
-static void remove_tree(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e = NULL;
-	char p[PATH_MAX];
-
-	while (d != NULL && (e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-		if (unlink(p) != 0)
-			remove_tree(p);
-	}
-	if (d != NULL)
-		closedir(d);
-	rmdir(dir);
-}
-
 static int setup(void **state)
 {
-	struct fixture *fx = calloc(1, sizeof(*fx));
-
-	if (fx == NULL)
-		return -1;
-	snprintf(fx->dir, sizeof(fx->dir), "/tmp/mwj-test-cli-XXXXXX");
-	if (mkdtemp(fx->dir) == NULL) {
-		free(fx);
-		return -1;
-	}
-	*state = fx;
-	return 0;
+	return testutil_fixture_setup(state, sizeof(struct fixture), "cli");
 }
 
 static int teardown(void **state)
 {
 	struct fixture *fx = *state;
 
-	remove_tree(fx->dir);
 	free(fx->out);
 	free(fx->err);
-	free(fx);
-	return 0;
+	return testutil_fixture_teardown(state);
 }
 
 /* The path of name in the fixture's directory (valid until the next call). */
@@ -114,29 +75,6 @@ static const char *tmp_path(struct fixture *fx, const char *name)
 {
 	snprintf(fx->path, sizeof(fx->path), "%s/%s", fx->dir, name);
 	return fx->path;
-}
-
-static char *read_text(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-
-	assert_non_null(f);
-	for (;;) {
-		if (cap - len < 4096) {
-			cap = cap ? cap * 2 : 8192;
-			buf = realloc(buf, cap);
-			assert_non_null(buf);
-		}
-		size_t n = fread(buf + len, 1, cap - len - 1, f);
-		len += n;
-		if (n == 0)
-			break;
-	}
-	fclose(f);
-	buf[len] = '\0';
-	return buf;
 }
 
 static double now_seconds(void)
@@ -225,8 +163,8 @@ static void run_env(struct fixture *fx, const char *const *extra_env, int timeou
 	fx->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 	free(fx->out);
 	free(fx->err);
-	fx->out = read_text(out_path);
-	fx->err = read_text(err_path);
+	fx->out = testutil_read_file(out_path, NULL);
+	fx->err = testutil_read_file(err_path, NULL);
 }
 
 #define RUN(fx, timeout, ...) run_env(fx, NULL, timeout, (const char *const[]){__VA_ARGS__, NULL})
@@ -241,37 +179,14 @@ static void assert_status(const struct fixture *fx, int want)
 		         fx->out, fx->err);
 }
 
-static void assert_contains(const char *s, const char *part)
-{
-	if (strstr(s, part) == NULL)
-		fail_msg("'%s' does not contain '%s'", s, part);
-}
-
-static int matches(const char *s, const char *pattern)
-{
-	regex_t re;
-	int rc;
-
-	assert_int_equal(regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB), 0);
-	rc = regexec(&re, s, 0, NULL, 0);
-	regfree(&re);
-	return rc == 0;
-}
-
-static void assert_matches(const char *s, const char *pattern)
-{
-	if (!matches(s, pattern))
-		fail_msg("'%s' does not match /%s/", s, pattern);
-}
-
 /* A usage error: exit 1, nothing on stdout, and stderr naming each part. */
 static void assert_usage_error(const struct fixture *fx, const char *part1, const char *part2)
 {
 	assert_status(fx, 1);
 	assert_string_equal(fx->out, "");
-	assert_contains(fx->err, part1);
+	testutil_assert_contains(fx->err, part1);
 	if (part2)
-		assert_contains(fx->err, part2);
+		testutil_assert_contains(fx->err, part2);
 }
 
 /* Splits text in place into lines (without '\n'); returns how many. */
@@ -327,7 +242,7 @@ static void test_train_help_lists_every_flag_with_its_default(void **state)
 	RUN(fx, QUICK_SECONDS, "train", "--help");
 	assert_status(fx, 0);
 	assert_string_equal(fx->err, "");
-	assert_contains(fx->out, "usage: mwj-worker train");
+	testutil_assert_contains(fx->out, "usage: mwj-worker train");
 	assert_flags_documented(fx->out, flags, sizeof(flags) / sizeof(flags[0]));
 	assert_non_null(help_line(fx->out, "--help"));
 }
@@ -342,7 +257,7 @@ static void test_evaluate_help_lists_its_own_flags_with_defaults(void **state)
 	RUN(fx, QUICK_SECONDS, "evaluate", "--help");
 	assert_status(fx, 0);
 	assert_string_equal(fx->err, "");
-	assert_contains(fx->out, "usage: mwj-worker evaluate");
+	testutil_assert_contains(fx->out, "usage: mwj-worker evaluate");
 	assert_flags_documented(fx->out, flags, sizeof(flags) / sizeof(flags[0]));
 	/* Training flags would be refused by evaluate, so they are not offered. */
 	assert_null(help_line(fx->out, "--epochs"));
@@ -358,9 +273,9 @@ static void test_top_level_help_names_both_commands(void **state)
 		RUN(fx, QUICK_SECONDS, spellings[i]);
 		assert_status(fx, 0);
 		assert_string_equal(fx->err, "");
-		assert_contains(fx->out, "usage: mwj-worker <command>");
-		assert_matches(fx->out, "\n  train +[a-z]");
-		assert_matches(fx->out, "\n  evaluate +[a-z]");
+		testutil_assert_contains(fx->out, "usage: mwj-worker <command>");
+		testutil_assert_matches(fx->out, "\n  train +[a-z]");
+		testutil_assert_matches(fx->out, "\n  evaluate +[a-z]");
 	}
 }
 
@@ -371,7 +286,7 @@ static void test_version_prints_one_line_with_the_version(void **state)
 	RUN(fx, QUICK_SECONDS, "--version");
 	assert_status(fx, 0);
 	assert_string_equal(fx->err, "");
-	assert_matches(fx->out, "^mwj-worker [0-9]+\\.[0-9]+\\.[0-9]+\n$");
+	testutil_assert_matches(fx->out, "^mwj-worker [0-9]+\\.[0-9]+\\.[0-9]+\n$");
 }
 
 static void test_no_command_is_a_usage_error(void **state)
@@ -518,8 +433,8 @@ static void test_a_missing_data_dir_names_the_missing_file(void **state)
 	RUN(fx, QUICK_SECONDS, "train", "--data-dir", missing, "--threads", "1");
 	assert_status(fx, 1);
 	snprintf(want, sizeof(want), "%s/train-images-idx3-ubyte", missing);
-	assert_contains(fx->err, want);
-	assert_contains(fx->err, "No such file or directory");
+	testutil_assert_contains(fx->err, want);
+	testutil_assert_contains(fx->err, "No such file or directory");
 	/* No progress was printed for a run that never started. */
 	assert_string_equal(fx->out, "");
 }
@@ -527,23 +442,19 @@ static void test_a_missing_data_dir_names_the_missing_file(void **state)
 static void test_a_truncated_data_file_is_named(void **state)
 {
 	struct fixture *fx = *state;
-	/* Claims 60000 images of 28x28, holds a few hundred bytes of them. */
-	const unsigned char header[16] = {0, 0, 8, 3, 0, 0, 0xea, 0x60, 0, 0, 0, 28, 0, 0, 0, 28};
-	unsigned char pixels[500] = {0};
+	/* Claims 60000 images of 28x28 in its 16-byte header, then holds only
+	 * 500 bytes of pixels. */
+	const unsigned char file[16 + 500] = {0, 0, 8, 3,  0, 0, 0xea, 0x60,
+	                                      0, 0, 0, 28, 0, 0, 0,    28};
 	char want[PATH_MAX];
-	FILE *f;
 
-	f = fopen(tmp_path(fx, "train-images-idx3-ubyte"), "wb");
-	assert_non_null(f);
-	assert_int_equal(fwrite(header, 1, sizeof(header), f), sizeof(header));
-	assert_int_equal(fwrite(pixels, 1, sizeof(pixels), f), sizeof(pixels));
-	assert_int_equal(fclose(f), 0);
+	testutil_write_file(tmp_path(fx, "train-images-idx3-ubyte"), file, sizeof(file));
 	snprintf(want, sizeof(want), "%s", fx->path);
 
 	RUN(fx, QUICK_SECONDS, "train", "--data-dir", fx->dir, "--threads", "1");
 	assert_status(fx, 1);
-	assert_contains(fx->err, want);
-	assert_contains(fx->err, "truncated");
+	testutil_assert_contains(fx->err, want);
+	testutil_assert_contains(fx->err, "truncated");
 	assert_string_equal(fx->out, "");
 }
 
@@ -564,59 +475,32 @@ static void test_train_prints_keras_progress_and_saves_a_model_that_evaluates(vo
 	snprintf(model_dir, sizeof(model_dir), "%s/model", fx->dir);
 	RUN(fx, TRAIN_SECONDS, "train", "--steps-per-epoch", "3", "--epochs", "2", "--model",
 	    "cnn-pool", "--validation-steps", "2", "--model-dir", model_dir, "--threads", "1",
-	    "--data-dir", data_dir());
+	    "--data-dir", testutil_data_dir());
 	assert_status(fx, 0);
 	/* stdout is a file: plain lines, no carriage returns or escapes. */
 	assert_int_equal(split_lines(fx->out, lines, 16), 4);
 	assert_string_equal(lines[0], "Epoch 1/2");
-	assert_matches(lines[1], EPOCH_LINE_3);
+	testutil_assert_matches(lines[1], EPOCH_LINE_3);
 	assert_string_equal(lines[2], "Epoch 2/2");
-	assert_matches(lines[3], EPOCH_LINE_3);
+	testutil_assert_matches(lines[3], EPOCH_LINE_3);
 	/* Logs went to stderr, as text, and say where the model went. */
-	assert_matches(fx->err, "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z info +config: "
-	                        "model=cnn-pool epochs=2 steps_per_epoch=3 ");
+	testutil_assert_matches(fx->err, "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z info +config: "
+	                                 "model=cnn-pool epochs=2 steps_per_epoch=3 ");
 	snprintf(saved, sizeof(saved), "model saved to '%s/model.mwj'", model_dir);
-	assert_contains(fx->err, saved);
+	testutil_assert_contains(fx->err, saved);
 	snprintf(saved, sizeof(saved), "%s/model.mwj", model_dir);
 	assert_int_equal(stat(saved, &st), 0);
 
 	RUN(fx, TRAIN_SECONDS, "evaluate", "--model-dir", model_dir, "--threads", "1", "--data-dir",
-	    data_dir());
+	    testutil_data_dir());
 	assert_status(fx, 0);
 	assert_int_equal(split_lines(fx->out, lines, 16), 1);
-	assert_matches(lines[0], EVALUATE_LINE);
+	testutil_assert_matches(lines[0], EVALUATE_LINE);
 	loss = strtod(strstr(lines[0], " - loss: ") + 9, NULL);
 	acc = strtod(strstr(lines[0], " - accuracy: ") + 13, NULL);
 	assert_true(isfinite(loss) && loss > 0);
 	assert_true(acc >= 0 && acc <= 1);
-	assert_contains(fx->err, "evaluating model cnn-pool");
-}
-
-static cJSON *parse_object(const char *line)
-{
-	cJSON *o = cJSON_Parse(line);
-
-	if (o == NULL || !cJSON_IsObject(o))
-		fail_msg("not a JSON object: '%s'", line);
-	return o;
-}
-
-static double number_field(const cJSON *o, const char *name)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-
-	if (!cJSON_IsNumber(v))
-		fail_msg("field '%s' is missing or not a number", name);
-	return v->valuedouble;
-}
-
-static const char *string_field(const cJSON *o, const char *name)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-
-	if (!cJSON_IsString(v))
-		fail_msg("field '%s' is missing or not a string", name);
-	return v->valuestring;
+	testutil_assert_contains(fx->err, "evaluating model cnn-pool");
 }
 
 /* Every line of stderr is a JSON log event. */
@@ -627,10 +511,10 @@ static void assert_json_logs(char *err)
 
 	assert_true(n >= 1);
 	for (int i = 0; i < n; i++) {
-		cJSON *o = parse_object(lines[i]);
-		string_field(o, "ts");
-		string_field(o, "level");
-		string_field(o, "msg");
+		cJSON *o = testutil_json_object(lines[i]);
+		testutil_json_string(o, "ts");
+		testutil_json_string(o, "level");
+		testutil_json_string(o, "msg");
 		cJSON_Delete(o);
 	}
 }
@@ -645,29 +529,29 @@ static void test_json_log_format_prints_only_json_objects(void **state)
 	snprintf(model_dir, sizeof(model_dir), "%s/model", fx->dir);
 	RUN(fx, TRAIN_SECONDS, "train", "--steps-per-epoch", "3", "--epochs", "2", "--model",
 	    "cnn-pool", "--validation-steps", "2", "--model-dir", model_dir, "--threads", "1",
-	    "--data-dir", data_dir(), "--log-format", "json", "--log-every", "1");
+	    "--data-dir", testutil_data_dir(), "--log-format", "json", "--log-every", "1");
 	assert_status(fx, 0);
 	n = split_lines(fx->out, lines, 16);
 	/* Steps 1 and 2 of each epoch, then the epoch itself. */
 	assert_int_equal(n, 6);
 	for (int i = 0; i < n; i++) {
-		cJSON *o = parse_object(lines[i]);
-		const char *event = string_field(o, "event");
+		cJSON *o = testutil_json_object(lines[i]);
+		const char *event = testutil_json_string(o, "event");
 		if (strcmp(event, "step") == 0) {
 			steps++;
-			assert_true(number_field(o, "step") == i % 3 + 1);
+			assert_true(testutil_json_number(o, "step") == i % 3 + 1);
 		} else if (strcmp(event, "epoch") == 0) {
 			epochs++;
-			assert_true(number_field(o, "epoch") == epochs);
-			assert_true(number_field(o, "epochs") == 2);
-			assert_true(number_field(o, "steps") == 3);
-			assert_true(number_field(o, "global_step") == 3 * epochs);
-			assert_true(number_field(o, "loss") > 0);
-			assert_true(number_field(o, "accuracy") >= 0);
-			assert_true(number_field(o, "accuracy") <= 1);
-			assert_true(number_field(o, "val_loss") > 0);
-			assert_true(number_field(o, "val_accuracy") >= 0);
-			assert_true(number_field(o, "val_accuracy") <= 1);
+			assert_true(testutil_json_number(o, "epoch") == epochs);
+			assert_true(testutil_json_number(o, "epochs") == 2);
+			assert_true(testutil_json_number(o, "steps") == 3);
+			assert_true(testutil_json_number(o, "global_step") == 3 * epochs);
+			assert_true(testutil_json_number(o, "loss") > 0);
+			assert_true(testutil_json_number(o, "accuracy") >= 0);
+			assert_true(testutil_json_number(o, "accuracy") <= 1);
+			assert_true(testutil_json_number(o, "val_loss") > 0);
+			assert_true(testutil_json_number(o, "val_accuracy") >= 0);
+			assert_true(testutil_json_number(o, "val_accuracy") <= 1);
 		} else {
 			fail_msg("unexpected event '%s'", event);
 		}
@@ -678,15 +562,16 @@ static void test_json_log_format_prints_only_json_objects(void **state)
 	assert_json_logs(fx->err);
 
 	RUN(fx, TRAIN_SECONDS, "evaluate", "--model-dir", model_dir, "--threads", "1", "--data-dir",
-	    data_dir(), "--log-format", "json");
+	    testutil_data_dir(), "--log-format", "json");
 	assert_status(fx, 0);
 	assert_int_equal(split_lines(fx->out, lines, 16), 1);
-	cJSON *o = parse_object(lines[0]);
-	assert_string_equal(string_field(o, "event"), "evaluate");
-	assert_true(number_field(o, "steps") == 157);
-	assert_true(number_field(o, "examples") == 10000);
-	assert_true(number_field(o, "loss") > 0);
-	assert_true(number_field(o, "accuracy") >= 0 && number_field(o, "accuracy") <= 1);
+	cJSON *o = testutil_json_object(lines[0]);
+	assert_string_equal(testutil_json_string(o, "event"), "evaluate");
+	assert_true(testutil_json_number(o, "steps") == 157);
+	assert_true(testutil_json_number(o, "examples") == 10000);
+	assert_true(testutil_json_number(o, "loss") > 0);
+	assert_true(testutil_json_number(o, "accuracy") >= 0 &&
+	            testutil_json_number(o, "accuracy") <= 1);
 	cJSON_Delete(o);
 	assert_json_logs(fx->err);
 }
@@ -715,21 +600,21 @@ static void test_log_format_comes_from_the_environment_unless_a_flag_overrides_i
 	save_model(fx->dir);
 	/* The model dir from MWJ_MODEL_DIR, the format from MWJ_LOG_FORMAT. */
 	snprintf(env_dir, sizeof(env_dir), "MWJ_MODEL_DIR=%s", fx->dir);
-	run_env(
-	    fx, (const char *const[]){env_dir, "MWJ_LOG_FORMAT=json", NULL}, TRAIN_SECONDS,
-	    (const char *const[]){"evaluate", "--threads", "1", "--data-dir", data_dir(), NULL});
+	run_env(fx, (const char *const[]){env_dir, "MWJ_LOG_FORMAT=json", NULL}, TRAIN_SECONDS,
+	        (const char *const[]){"evaluate", "--threads", "1", "--data-dir",
+	                              testutil_data_dir(), NULL});
 	assert_status(fx, 0);
 	assert_int_equal(split_lines(fx->out, lines, 4), 1);
-	cJSON *o = parse_object(lines[0]);
-	assert_string_equal(string_field(o, "event"), "evaluate");
+	cJSON *o = testutil_json_object(lines[0]);
+	assert_string_equal(testutil_json_string(o, "event"), "evaluate");
 	cJSON_Delete(o);
 
 	run_env(fx, (const char *const[]){env_dir, "MWJ_LOG_FORMAT=json", NULL}, TRAIN_SECONDS,
-	        (const char *const[]){"evaluate", "--threads", "1", "--data-dir", data_dir(),
-	                              "--log-format", "text", NULL});
+	        (const char *const[]){"evaluate", "--threads", "1", "--data-dir",
+	                              testutil_data_dir(), "--log-format", "text", NULL});
 	assert_status(fx, 0);
 	assert_int_equal(split_lines(fx->out, lines, 4), 1);
-	assert_matches(lines[0], EVALUATE_LINE);
+	testutil_assert_matches(lines[0], EVALUATE_LINE);
 }
 
 static void test_evaluate_without_a_model_dir_is_a_usage_error(void **state)
@@ -748,8 +633,8 @@ static void test_evaluate_names_a_missing_model_file(void **state)
 	snprintf(want, sizeof(want), "%s/model.mwj", fx->dir);
 	RUN(fx, QUICK_SECONDS, "evaluate", "--model-dir", fx->dir, "--threads", "1");
 	assert_status(fx, 1);
-	assert_contains(fx->err, want);
-	assert_contains(fx->err, "No such file or directory");
+	testutil_assert_contains(fx->err, want);
+	testutil_assert_contains(fx->err, "No such file or directory");
 	assert_string_equal(fx->out, "");
 }
 
@@ -773,10 +658,10 @@ static void test_evaluate_refuses_a_corrupt_model_file(void **state)
 	assert_int_equal(close(fd), 0);
 
 	RUN(fx, QUICK_SECONDS, "evaluate", "--model-dir", fx->dir, "--threads", "1", "--data-dir",
-	    data_dir());
+	    testutil_data_dir());
 	assert_status(fx, 1);
-	assert_contains(fx->err, path);
-	assert_contains(fx->err, "checksum");
+	testutil_assert_contains(fx->err, path);
+	testutil_assert_contains(fx->err, "checksum");
 	assert_string_equal(fx->out, "");
 }
 

@@ -20,15 +20,7 @@
 
 #include "dataset.h"
 #include "err.h"
-
-#define DEFAULT_DATA_DIR "/usr/share/datasets/fashion-mnist"
-
-static const char *data_dir(void)
-{
-	const char *d = getenv("MWJ_TEST_DATA");
-
-	return d && d[0] ? d : DEFAULT_DATA_DIR;
-}
+#include "testutil.h"
 
 /* order must hold each of 0..n-1 exactly once. */
 static void assert_permutation(const uint32_t *order, uint32_t n)
@@ -242,7 +234,7 @@ static void test_load_reads_the_real_fashion_mnist_splits(void **state)
 	uint64_t sum = 0;
 
 	(void)state;
-	if (dataset_load(&train, data_dir(), "train", err) < 0)
+	if (dataset_load(&train, testutil_data_dir(), "train", err) < 0)
 		fail_msg("%s", err);
 	assert_int_equal(train.n, 60000);
 	assert_int_equal(train.rows, 28);
@@ -260,7 +252,7 @@ static void test_load_reads_the_real_fashion_mnist_splits(void **state)
 	assert_null(train.labels);
 	assert_int_equal(train.n, 0);
 
-	if (dataset_load(&test, data_dir(), "t10k", err) < 0)
+	if (dataset_load(&test, testutil_data_dir(), "t10k", err) < 0)
 		fail_msg("%s", err);
 	assert_int_equal(test.n, 10000);
 	assert_int_equal(test.rows, 28);
@@ -272,7 +264,7 @@ static void test_load_reads_the_real_fashion_mnist_splits(void **state)
 }
 
 struct fixture {
-	char dir[64];
+	char dir[TESTUTIL_TMPDIR_LEN]; /* first, for testutil_fixture_setup() */
 	char images[PATH_MAX];
 	char labels[PATH_MAX];
 	char err[ERR_LEN];
@@ -280,47 +272,14 @@ struct fixture {
 
 static int setup(void **state)
 {
-	struct fixture *fx = calloc(1, sizeof(*fx));
+	struct fixture *fx;
 
-	if (fx == NULL)
+	if (testutil_fixture_setup(state, sizeof(*fx), "dataset") < 0)
 		return -1;
-	snprintf(fx->dir, sizeof(fx->dir), "/tmp/mwj-test-dataset-XXXXXX");
-	if (mkdtemp(fx->dir) == NULL) {
-		free(fx);
-		return -1;
-	}
+	fx = *state;
 	snprintf(fx->images, sizeof(fx->images), "%s/train-images-idx3-ubyte", fx->dir);
 	snprintf(fx->labels, sizeof(fx->labels), "%s/train-labels-idx1-ubyte", fx->dir);
-	*state = fx;
 	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fixture *fx = *state;
-
-	unlink(fx->images);
-	unlink(fx->labels);
-	rmdir(fx->dir);
-	free(fx);
-	return 0;
-}
-
-static void put_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static void write_file(const char *path, const uint8_t *buf, size_t len)
-{
-	FILE *f = fopen(path, "wb");
-
-	assert_non_null(f);
-	assert_int_equal(fwrite(buf, 1, len, f), len);
-	assert_int_equal(fclose(f), 0);
 }
 
 /* Raw IDX files: count 4x4 images of value 7, and the given labels. */
@@ -329,22 +288,16 @@ static void write_split(struct fixture *fx, uint32_t count, const uint8_t *label
 	uint8_t buf[16 + 16 * 16];
 
 	assert_true(count <= 16 && nlabels <= 16);
-	put_be32(buf, 0x00000803);
-	put_be32(buf + 4, count);
-	put_be32(buf + 8, 4);
-	put_be32(buf + 12, 4);
+	testutil_put_be32(buf, 0x00000803);
+	testutil_put_be32(buf + 4, count);
+	testutil_put_be32(buf + 8, 4);
+	testutil_put_be32(buf + 12, 4);
 	memset(buf + 16, 7, (size_t)count * 16);
-	write_file(fx->images, buf, 16 + (size_t)count * 16);
-	put_be32(buf, 0x00000801);
-	put_be32(buf + 4, nlabels);
+	testutil_write_file(fx->images, buf, 16 + (size_t)count * 16);
+	testutil_put_be32(buf, 0x00000801);
+	testutil_put_be32(buf + 4, nlabels);
 	memcpy(buf + 8, labels, nlabels);
-	write_file(fx->labels, buf, 8 + (size_t)nlabels);
-}
-
-static void assert_contains(const char *s, const char *part)
-{
-	if (strstr(s, part) == NULL)
-		fail_msg("'%s' does not contain '%s'", s, part);
+	testutil_write_file(fx->labels, buf, 8 + (size_t)nlabels);
 }
 
 static void test_load_reads_a_small_split_it_wrote(void **state)
@@ -372,10 +325,10 @@ static void test_load_refuses_image_and_label_counts_that_disagree(void **state)
 
 	write_split(fx, 3, labels, 2);
 	assert_int_equal(dataset_load(&ds, fx->dir, "train", fx->err), -1);
-	assert_contains(fx->err, fx->images);
-	assert_contains(fx->err, fx->labels);
-	assert_contains(fx->err, "3 images");
-	assert_contains(fx->err, "2 labels");
+	testutil_assert_contains(fx->err, fx->images);
+	testutil_assert_contains(fx->err, fx->labels);
+	testutil_assert_contains(fx->err, "3 images");
+	testutil_assert_contains(fx->err, "2 labels");
 	assert_null(ds.images);
 	assert_null(ds.labels);
 	dataset_release(&ds);
@@ -389,8 +342,8 @@ static void test_load_refuses_a_label_that_is_not_a_class(void **state)
 
 	write_split(fx, 4, labels, 4);
 	assert_int_equal(dataset_load(&ds, fx->dir, "train", fx->err), -1);
-	assert_contains(fx->err, fx->labels);
-	assert_contains(fx->err, "label 10 of example 2");
+	testutil_assert_contains(fx->err, fx->labels);
+	testutil_assert_contains(fx->err, "label 10 of example 2");
 	assert_null(ds.images);
 	dataset_release(&ds);
 
@@ -398,8 +351,8 @@ static void test_load_refuses_a_label_that_is_not_a_class(void **state)
 	const uint8_t last[4] = {0, 1, 2, 255};
 	write_split(fx, 4, last, 4);
 	assert_int_equal(dataset_load(&ds, fx->dir, "train", fx->err), -1);
-	assert_contains(fx->err, fx->labels);
-	assert_contains(fx->err, "label 255 of example 3");
+	testutil_assert_contains(fx->err, fx->labels);
+	testutil_assert_contains(fx->err, "label 255 of example 3");
 }
 
 static void test_load_names_the_missing_file(void **state)
@@ -409,14 +362,16 @@ static void test_load_names_the_missing_file(void **state)
 	struct dataset ds;
 
 	assert_int_equal(dataset_load(&ds, fx->dir, "train", fx->err), -1);
-	assert_contains(fx->err, fx->images);
+	testutil_assert_contains(fx->err, fx->images);
 
 	write_split(fx, 1, labels, 1);
 	unlink(fx->labels);
 	assert_int_equal(dataset_load(&ds, fx->dir, "train", fx->err), -1);
-	assert_contains(fx->err, fx->labels);
+	testutil_assert_contains(fx->err, fx->labels);
 	assert_null(ds.images);
 }
+
+#define TEST(f) cmocka_unit_test_setup_teardown(f, setup, testutil_fixture_teardown)
 
 int main(void)
 {
@@ -429,13 +384,10 @@ int main(void)
 	    cmocka_unit_test(test_gather_picks_the_examples_the_order_names),
 	    cmocka_unit_test(test_gather_without_an_order_reads_file_order),
 	    cmocka_unit_test(test_load_reads_the_real_fashion_mnist_splits),
-	    cmocka_unit_test_setup_teardown(test_load_reads_a_small_split_it_wrote, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(test_load_refuses_image_and_label_counts_that_disagree,
-	                                    setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_load_refuses_a_label_that_is_not_a_class, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(test_load_names_the_missing_file, setup, teardown),
+	    TEST(test_load_reads_a_small_split_it_wrote),
+	    TEST(test_load_refuses_image_and_label_counts_that_disagree),
+	    TEST(test_load_refuses_a_label_that_is_not_a_class),
+	    TEST(test_load_names_the_missing_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

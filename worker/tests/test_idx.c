@@ -12,60 +12,26 @@
 
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include "err.h"
 #include "idx.h"
-
-#define DEFAULT_DATA_DIR "/usr/share/datasets/fashion-mnist"
+#include "testutil.h"
 
 struct fixture {
-	char dir[64];
+	char dir[TESTUTIL_TMPDIR_LEN]; /* first, for testutil_fixture_setup() */
 	char path[PATH_MAX];
 	char err[ERR_LEN];
 };
 
 static int setup(void **state)
 {
-	struct fixture *fx = calloc(1, sizeof(*fx));
-
-	if (fx == NULL)
-		return -1;
-	snprintf(fx->dir, sizeof(fx->dir), "/tmp/mwj-test-idx-XXXXXX");
-	if (mkdtemp(fx->dir) == NULL) {
-		free(fx);
-		return -1;
-	}
-	*state = fx;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fixture *fx = *state;
-	DIR *d = opendir(fx->dir);
-	struct dirent *e = NULL;
-	char p[PATH_MAX];
-
-	while (d != NULL && (e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", fx->dir, e->d_name);
-		if (unlink(p) != 0)
-			rmdir(p);
-	}
-	if (d != NULL)
-		closedir(d);
-	rmdir(fx->dir);
-	free(fx);
-	return 0;
+	return testutil_fixture_setup(state, sizeof(struct fixture), "idx");
 }
 
 /* The path of name in the fixture's directory (valid until the next call). */
@@ -78,21 +44,9 @@ static const char *tmp_path(struct fixture *fx, const char *name)
 static const char *data_path(const char *name)
 {
 	static char p[PATH_MAX];
-	const char *dir = getenv("MWJ_TEST_DATA");
 
-	if (dir == NULL || dir[0] == '\0')
-		dir = DEFAULT_DATA_DIR;
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	snprintf(p, sizeof(p), "%s/%s", testutil_data_dir(), name);
 	return p;
-}
-
-static void write_bytes(const char *path, const uint8_t *buf, size_t len)
-{
-	FILE *f = fopen(path, "wb");
-
-	assert_non_null(f);
-	assert_int_equal(fwrite(buf, 1, len, f), len);
-	assert_int_equal(fclose(f), 0);
 }
 
 /* A gzip stream of buf in a new buffer; *out_len is its length. */
@@ -114,14 +68,6 @@ static uint8_t *gzip_bytes(const uint8_t *buf, size_t len, size_t *out_len)
 	return out;
 }
 
-static void put_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
 /* An idx3 ubyte image file of count x rows x cols with a position-dependent
  * pattern, plus extra bytes of room at the end (zero) for trailing-data tests. */
 static uint8_t *make_images(uint32_t count, uint32_t rows, uint32_t cols, size_t extra, size_t *len)
@@ -130,10 +76,10 @@ static uint8_t *make_images(uint32_t count, uint32_t rows, uint32_t cols, size_t
 	uint8_t *buf = calloc(1, 16 + n + extra);
 
 	assert_non_null(buf);
-	put_be32(buf, 0x00000803);
-	put_be32(buf + 4, count);
-	put_be32(buf + 8, rows);
-	put_be32(buf + 12, cols);
+	testutil_put_be32(buf, 0x00000803);
+	testutil_put_be32(buf + 4, count);
+	testutil_put_be32(buf + 8, rows);
+	testutil_put_be32(buf + 12, cols);
 	for (size_t i = 0; i < n; i++)
 		buf[16 + i] = (uint8_t)(i * 7 + i / 251);
 	*len = 16 + n + extra;
@@ -145,8 +91,8 @@ static uint8_t *make_labels(uint32_t count, size_t *len)
 	uint8_t *buf = calloc(1, 8 + (size_t)count);
 
 	assert_non_null(buf);
-	put_be32(buf, 0x00000801);
-	put_be32(buf + 4, count);
+	testutil_put_be32(buf, 0x00000801);
+	testutil_put_be32(buf + 4, count);
 	for (uint32_t i = 0; i < count; i++)
 		buf[8 + i] = (uint8_t)(i % 10);
 	*len = 8 + (size_t)count;
@@ -275,7 +221,7 @@ static void test_idx_loads_raw_images_byte_for_byte(void **state)
 	size_t len = 0;
 	uint8_t *buf = make_images(5, 3, 4, 0, &len);
 
-	write_bytes(tmp_path(fx, "images"), buf, len);
+	testutil_write_file(tmp_path(fx, "images"), buf, len);
 	assert_int_equal(idx_load_images(fx->path, &img, fx->err), 0);
 	assert_int_equal(img.count, 5);
 	assert_int_equal(img.rows, 3);
@@ -292,7 +238,7 @@ static void test_idx_loads_raw_labels_byte_for_byte(void **state)
 	size_t len = 0;
 	uint8_t *buf = make_labels(1234, &len);
 
-	write_bytes(tmp_path(fx, "labels"), buf, len);
+	testutil_write_file(tmp_path(fx, "labels"), buf, len);
 	assert_int_equal(idx_load_labels(fx->path, &lab, fx->err), 0);
 	assert_int_equal(lab.count, 1234);
 	assert_memory_equal(lab.labels, buf + 8, 1234);
@@ -309,7 +255,7 @@ static void test_idx_loads_images_larger_than_one_read_chunk(void **state)
 	uint8_t *buf = make_images(2304, 64, 64, 0, &len);
 	uint8_t *gz = gzip_bytes(buf, len, &gz_len);
 
-	write_bytes(tmp_path(fx, "big.gz"), gz, gz_len);
+	testutil_write_file(tmp_path(fx, "big.gz"), gz, gz_len);
 	assert_int_equal(idx_load_images(fx->path, &img, fx->err), 0);
 	assert_int_equal(img.count, 2304);
 	assert_memory_equal(img.pixels, buf + 16, len - 16);
@@ -326,7 +272,7 @@ static void test_idx_decompresses_gzip_content_without_gz_suffix(void **state)
 	uint8_t *buf = make_labels(100, &len);
 	uint8_t *gz = gzip_bytes(buf, len, &gz_len);
 
-	write_bytes(tmp_path(fx, "labels"), gz, gz_len);
+	testutil_write_file(tmp_path(fx, "labels"), gz, gz_len);
 	assert_int_equal(idx_load_labels(fx->path, &lab, fx->err), 0);
 	assert_int_equal(lab.count, 100);
 	assert_memory_equal(lab.labels, buf + 8, 100);
@@ -343,7 +289,7 @@ static void test_idx_bare_name_finds_the_gz_file(void **state)
 	uint8_t *buf = make_labels(50, &len);
 	uint8_t *gz = gzip_bytes(buf, len, &gz_len);
 
-	write_bytes(tmp_path(fx, "labels.gz"), gz, gz_len);
+	testutil_write_file(tmp_path(fx, "labels.gz"), gz, gz_len);
 	assert_int_equal(idx_load_labels(tmp_path(fx, "labels"), &lab, fx->err), 0);
 	assert_int_equal(lab.count, 50);
 	assert_memory_equal(lab.labels, buf + 8, 50);
@@ -361,8 +307,8 @@ static void test_idx_bare_name_is_preferred_over_the_gz_file(void **state)
 	uint8_t *other = make_labels(20, &other_len);
 	uint8_t *gz = gzip_bytes(other, other_len, &gz_len);
 
-	write_bytes(tmp_path(fx, "labels"), raw, raw_len);
-	write_bytes(tmp_path(fx, "labels.gz"), gz, gz_len);
+	testutil_write_file(tmp_path(fx, "labels"), raw, raw_len);
+	testutil_write_file(tmp_path(fx, "labels.gz"), gz, gz_len);
 	assert_int_equal(idx_load_labels(tmp_path(fx, "labels"), &lab, fx->err), 0);
 	assert_int_equal(lab.count, 10);
 	idx_labels_release(&lab);
@@ -392,7 +338,7 @@ static void test_idx_rejects_a_file_that_is_not_idx(void **state)
 	struct fixture *fx = *state;
 	static const uint8_t junk[] = "GIF89a, not a dataset at all";
 
-	write_bytes(tmp_path(fx, "junk"), junk, sizeof(junk));
+	testutil_write_file(tmp_path(fx, "junk"), junk, sizeof(junk));
 	assert_images_error(fx->path, fx->path, "bad magic 0x47494638", "not an idx file");
 }
 
@@ -403,7 +349,7 @@ static void test_idx_rejects_a_data_type_other_than_unsigned_byte(void **state)
 	uint8_t *buf = make_images(2, 2, 2, 0, &len);
 
 	buf[2] = 0x0d; /* float */
-	write_bytes(tmp_path(fx, "floats"), buf, len);
+	testutil_write_file(tmp_path(fx, "floats"), buf, len);
 	assert_images_error(fx->path, fx->path, "magic 0x00000d03", "data type 0x0d");
 	free(buf);
 }
@@ -414,7 +360,7 @@ static void test_idx_rejects_images_file_loaded_as_labels(void **state)
 	size_t len = 0;
 	uint8_t *buf = make_images(2, 2, 2, 0, &len);
 
-	write_bytes(tmp_path(fx, "images"), buf, len);
+	testutil_write_file(tmp_path(fx, "images"), buf, len);
 	assert_labels_error(fx->path,
 	                    "bad magic 0x00000803, expected 0x00000801 (idx1 ubyte labels)",
 	                    "3 dimensions, not 1");
@@ -427,7 +373,7 @@ static void test_idx_rejects_labels_file_loaded_as_images(void **state)
 	size_t len = 0;
 	uint8_t *buf = make_labels(16, &len);
 
-	write_bytes(tmp_path(fx, "labels"), buf, len);
+	testutil_write_file(tmp_path(fx, "labels"), buf, len);
 	assert_images_error(fx->path, fx->path, "expected 0x00000803", "1 dimensions, not 3");
 	free(buf);
 }
@@ -439,12 +385,12 @@ static void test_idx_rejects_zero_count(void **state)
 	uint8_t *img = make_images(1, 2, 2, 0, &len);
 	uint8_t *lab = NULL;
 
-	put_be32(img + 4, 0);
-	write_bytes(tmp_path(fx, "images"), img, len);
+	testutil_put_be32(img + 4, 0);
+	testutil_write_file(tmp_path(fx, "images"), img, len);
 	assert_images_error(fx->path, fx->path, "image count 0", "out of range");
 	lab = make_labels(1, &len);
-	put_be32(lab + 4, 0);
-	write_bytes(tmp_path(fx, "labels"), lab, len);
+	testutil_put_be32(lab + 4, 0);
+	testutil_write_file(tmp_path(fx, "labels"), lab, len);
 	assert_labels_error(fx->path, "label count 0", "out of range");
 	free(lab);
 	free(img);
@@ -468,11 +414,11 @@ static void test_idx_rejects_dimensions_out_of_range(void **state)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		uint8_t hdr[16];
 
-		put_be32(hdr, 0x00000803);
-		put_be32(hdr + 4, cases[i].count);
-		put_be32(hdr + 8, cases[i].rows);
-		put_be32(hdr + 12, cases[i].cols);
-		write_bytes(tmp_path(fx, "images"), hdr, sizeof(hdr));
+		testutil_put_be32(hdr, 0x00000803);
+		testutil_put_be32(hdr + 4, cases[i].count);
+		testutil_put_be32(hdr + 8, cases[i].rows);
+		testutil_put_be32(hdr + 12, cases[i].cols);
+		testutil_write_file(tmp_path(fx, "images"), hdr, sizeof(hdr));
 		assert_images_error(fx->path, fx->path, cases[i].word, "out of range");
 	}
 }
@@ -483,11 +429,11 @@ static void test_idx_rejects_truncated_header(void **state)
 	size_t len = 0;
 	uint8_t *buf = make_images(2, 2, 2, 0, &len);
 
-	write_bytes(tmp_path(fx, "images"), buf, 2);
+	testutil_write_file(tmp_path(fx, "images"), buf, 2);
 	assert_images_error(fx->path, fx->path, "truncated", "read 2 of 16 bytes of header");
-	write_bytes(fx->path, buf, 10);
+	testutil_write_file(fx->path, buf, 10);
 	assert_images_error(fx->path, fx->path, "truncated", "read 10 of 16 bytes of header");
-	write_bytes(fx->path, buf, 0);
+	testutil_write_file(fx->path, buf, 0);
 	assert_images_error(fx->path, fx->path, "truncated", "read 0 of 16 bytes of header");
 	free(buf);
 }
@@ -500,7 +446,7 @@ static void test_idx_rejects_truncated_raw_data(void **state)
 	size_t len = 0;
 	uint8_t *buf = make_images(10, 28, 28, 0, &len);
 
-	write_bytes(tmp_path(fx, "images"), buf, 16 + 1000);
+	testutil_write_file(tmp_path(fx, "images"), buf, 16 + 1000);
 	assert_images_error(fx->path, fx->path, "truncated",
 	                    "read 1000 of 7840 bytes of image data");
 	free(buf);
@@ -514,10 +460,10 @@ static void test_idx_rejects_huge_claim_in_tiny_file_as_truncated(void **state)
 	size_t len = 0;
 	uint8_t *buf = make_images(1, 1, 1, 0, &len);
 
-	put_be32(buf + 4, IDX_MAX_COUNT);
-	put_be32(buf + 8, IDX_MAX_SIDE);
-	put_be32(buf + 12, IDX_MAX_SIDE);
-	write_bytes(tmp_path(fx, "images"), buf, len);
+	testutil_put_be32(buf + 4, IDX_MAX_COUNT);
+	testutil_put_be32(buf + 8, IDX_MAX_SIDE);
+	testutil_put_be32(buf + 12, IDX_MAX_SIDE);
+	testutil_write_file(tmp_path(fx, "images"), buf, len);
 	assert_images_error(fx->path, fx->path, "truncated", "read 1 of ");
 	free(buf);
 }
@@ -529,7 +475,7 @@ static void test_idx_rejects_truncated_gzip_data(void **state)
 	uint8_t *buf = make_images(100, 28, 28, 0, &len);
 	uint8_t *gz = gzip_bytes(buf, len, &gz_len);
 
-	write_bytes(tmp_path(fx, "images.gz"), gz, gz_len / 2);
+	testutil_write_file(tmp_path(fx, "images.gz"), gz, gz_len / 2);
 	assert_images_error(fx->path, fx->path, "truncated gzip stream", "of 78400 bytes");
 	free(gz);
 	free(buf);
@@ -543,7 +489,7 @@ static void test_idx_rejects_gzip_missing_its_trailer(void **state)
 	uint8_t *buf = make_labels(1000, &len);
 	uint8_t *gz = gzip_bytes(buf, len, &gz_len);
 
-	write_bytes(tmp_path(fx, "labels.gz"), gz, gz_len - 8);
+	testutil_write_file(tmp_path(fx, "labels.gz"), gz, gz_len - 8);
 	assert_labels_error(fx->path, "truncated gzip stream", "trailer");
 	free(gz);
 	free(buf);
@@ -556,10 +502,10 @@ static void test_idx_rejects_trailing_data(void **state)
 	uint8_t *buf = make_images(3, 5, 5, 12, &len);
 	uint8_t *gz = gzip_bytes(buf, len, &gz_len);
 
-	write_bytes(tmp_path(fx, "images"), buf, len);
+	testutil_write_file(tmp_path(fx, "images"), buf, len);
 	assert_images_error(fx->path, fx->path, "12 bytes of trailing data",
 	                    "after 75 bytes of image data");
-	write_bytes(tmp_path(fx, "images.gz"), gz, gz_len);
+	testutil_write_file(tmp_path(fx, "images.gz"), gz, gz_len);
 	assert_images_error(fx->path, fx->path, "12 bytes of trailing data", "image data");
 	free(gz);
 	free(buf);
@@ -574,7 +520,7 @@ static void test_idx_rejects_lots_of_trailing_data(void **state)
 
 	assert_non_null(big);
 	memcpy(big, buf, len);
-	write_bytes(tmp_path(fx, "labels"), big, len + (3u << 20));
+	testutil_write_file(tmp_path(fx, "labels"), big, len + (3u << 20));
 	assert_labels_error(fx->path, "at least", "bytes of trailing data after 10 bytes");
 	free(big);
 	free(buf);
@@ -590,7 +536,7 @@ static void test_idx_rejects_corrupt_gzip_data(void **state)
 	/* Damage the compressed body: inflate either rejects a block or the CRC. */
 	for (size_t i = gz_len / 3; i < gz_len / 3 + 64; i++)
 		gz[i] ^= 0x5a;
-	write_bytes(tmp_path(fx, "images.gz"), gz, gz_len);
+	testutil_write_file(tmp_path(fx, "images.gz"), gz, gz_len);
 	assert_images_error(fx->path, fx->path, "corrupt gzip stream", NULL);
 	free(gz);
 	free(buf);
@@ -604,7 +550,7 @@ static void test_idx_rejects_gzip_with_bad_crc(void **state)
 	uint8_t *gz = gzip_bytes(buf, len, &gz_len);
 
 	gz[gz_len - 8] ^= 0xff; /* first byte of the CRC-32 */
-	write_bytes(tmp_path(fx, "labels.gz"), gz, gz_len);
+	testutil_write_file(tmp_path(fx, "labels.gz"), gz, gz_len);
 	assert_labels_error(fx->path, "corrupt gzip stream", "incorrect data check");
 	free(gz);
 	free(buf);
@@ -618,7 +564,7 @@ static void test_idx_rejects_gzip_with_unknown_method(void **state)
 	uint8_t *gz = gzip_bytes(buf, len, &gz_len);
 
 	gz[2] = 9; /* compression method: only 8 (deflate) exists */
-	write_bytes(tmp_path(fx, "labels.gz"), gz, gz_len);
+	testutil_write_file(tmp_path(fx, "labels.gz"), gz, gz_len);
 	assert_labels_error(fx->path, "corrupt gzip stream", "unknown compression method");
 	free(gz);
 	free(buf);
@@ -645,6 +591,8 @@ static void test_idx_reports_a_directory_as_a_read_error(void **state)
 	assert_labels_error(fx->path, "read", "directory");
 }
 
+#define TEST(f) cmocka_unit_test_setup_teardown(f, setup, testutil_fixture_teardown)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -653,47 +601,31 @@ int main(void)
 	    cmocka_unit_test(test_idx_loads_fashion_mnist_train_labels_starting_with_9),
 	    cmocka_unit_test(test_idx_loads_fashion_mnist_test_labels_starting_with_9),
 	    cmocka_unit_test(test_idx_bare_name_finds_the_fashion_mnist_gz_file),
-	    cmocka_unit_test_setup_teardown(test_idx_loads_raw_images_byte_for_byte, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(test_idx_loads_raw_labels_byte_for_byte, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(test_idx_loads_images_larger_than_one_read_chunk, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(test_idx_decompresses_gzip_content_without_gz_suffix,
-	                                    setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_idx_bare_name_finds_the_gz_file, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_idx_bare_name_is_preferred_over_the_gz_file, setup,
-	                                    teardown),
+	    TEST(test_idx_loads_raw_images_byte_for_byte),
+	    TEST(test_idx_loads_raw_labels_byte_for_byte),
+	    TEST(test_idx_loads_images_larger_than_one_read_chunk),
+	    TEST(test_idx_decompresses_gzip_content_without_gz_suffix),
+	    TEST(test_idx_bare_name_finds_the_gz_file),
+	    TEST(test_idx_bare_name_is_preferred_over_the_gz_file),
 	    cmocka_unit_test(test_idx_release_accepts_null_and_zeroed_structs),
-	    cmocka_unit_test_setup_teardown(test_idx_rejects_a_file_that_is_not_idx, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(test_idx_rejects_a_data_type_other_than_unsigned_byte,
-	                                    setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_idx_rejects_images_file_loaded_as_labels, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(test_idx_rejects_labels_file_loaded_as_images, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(test_idx_rejects_zero_count, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_idx_rejects_dimensions_out_of_range, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(test_idx_rejects_truncated_header, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_idx_rejects_truncated_raw_data, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_idx_rejects_huge_claim_in_tiny_file_as_truncated,
-	                                    setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_idx_rejects_truncated_gzip_data, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_idx_rejects_gzip_missing_its_trailer, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(test_idx_rejects_trailing_data, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_idx_rejects_lots_of_trailing_data, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(test_idx_rejects_corrupt_gzip_data, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_idx_rejects_gzip_with_bad_crc, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_idx_rejects_gzip_with_unknown_method, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(test_idx_reports_missing_file_under_both_names, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(test_idx_reports_a_directory_as_a_read_error, setup,
-	                                    teardown),
+	    TEST(test_idx_rejects_a_file_that_is_not_idx),
+	    TEST(test_idx_rejects_a_data_type_other_than_unsigned_byte),
+	    TEST(test_idx_rejects_images_file_loaded_as_labels),
+	    TEST(test_idx_rejects_labels_file_loaded_as_images),
+	    TEST(test_idx_rejects_zero_count),
+	    TEST(test_idx_rejects_dimensions_out_of_range),
+	    TEST(test_idx_rejects_truncated_header),
+	    TEST(test_idx_rejects_truncated_raw_data),
+	    TEST(test_idx_rejects_huge_claim_in_tiny_file_as_truncated),
+	    TEST(test_idx_rejects_truncated_gzip_data),
+	    TEST(test_idx_rejects_gzip_missing_its_trailer),
+	    TEST(test_idx_rejects_trailing_data),
+	    TEST(test_idx_rejects_lots_of_trailing_data),
+	    TEST(test_idx_rejects_corrupt_gzip_data),
+	    TEST(test_idx_rejects_gzip_with_bad_crc),
+	    TEST(test_idx_rejects_gzip_with_unknown_method),
+	    TEST(test_idx_reports_missing_file_under_both_names),
+	    TEST(test_idx_reports_a_directory_as_a_read_error),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -27,51 +26,28 @@
 #include "err.h"
 #include "model.h"
 #include "model_file.h"
+#include "testutil.h"
 
 #define PREFIX_LEN 16 /* magic, version, header length */
 #define SIDE       12 /* input side of the small models the refusal tests use */
 
 struct fixture {
-	char dir[64];
-	char path[PATH_MAX]; /* dir/model.mwj */
+	char dir[TESTUTIL_TMPDIR_LEN]; /* first, for testutil_fixture_setup() */
+	char path[PATH_MAX];           /* dir/model.mwj */
 	char err[ERR_LEN];
 	struct model *m;
 };
 
 static const struct model_file_info INFO = {"sgd", 0.001, 64, 1, 2, 1876, 42};
 
-/* Removes dir and everything under it (two levels are all the tests make). */
-static void remove_tree(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e = NULL;
-	char p[PATH_MAX];
-
-	while (d != NULL && (e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-		if (unlink(p) != 0)
-			remove_tree(p);
-	}
-	if (d != NULL)
-		closedir(d);
-	rmdir(dir);
-}
-
 static int setup(void **state)
 {
-	struct fixture *fx = calloc(1, sizeof(*fx));
+	struct fixture *fx;
 
-	if (fx == NULL)
+	if (testutil_fixture_setup(state, sizeof(*fx), "model-file") < 0)
 		return -1;
-	snprintf(fx->dir, sizeof(fx->dir), "/tmp/mwj-test-model-file-XXXXXX");
-	if (mkdtemp(fx->dir) == NULL) {
-		free(fx);
-		return -1;
-	}
+	fx = *state;
 	snprintf(fx->path, sizeof(fx->path), "%s/%s", fx->dir, MODEL_FILE_NAME);
-	*state = fx;
 	return 0;
 }
 
@@ -80,9 +56,7 @@ static int teardown(void **state)
 	struct fixture *fx = *state;
 
 	model_free(fx->m);
-	remove_tree(fx->dir);
-	free(fx);
-	return 0;
+	return testutil_fixture_teardown(state);
 }
 
 static struct model *new_model(const char *name, int side, uint64_t seed)
@@ -96,40 +70,21 @@ static struct model *new_model(const char *name, int side, uint64_t seed)
 	return m;
 }
 
-/* Saves a small cnn-pool model into the fixture's directory. */
+/* Saves a small cnn-pool model into the fixture's directory, replacing the
+ * fixture's model if an earlier call made one. */
 static void save_small(struct fixture *fx)
 {
+	model_free(fx->m);
 	fx->m = new_model("cnn-pool", SIDE, 7);
 	if (model_file_save(fx->dir, fx->m, &INFO, fx->err) < 0)
 		fail_msg("%s", fx->err);
 }
 
-static unsigned char *read_bytes(const char *path, size_t *len)
+/* save_small(), then the bytes of the file it wrote; the caller frees them. */
+static unsigned char *save_small_and_read(struct fixture *fx, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
-	unsigned char *buf;
-	long size;
-
-	assert_non_null(f);
-	assert_int_equal(fseek(f, 0, SEEK_END), 0);
-	size = ftell(f);
-	assert_true(size >= 0);
-	rewind(f);
-	buf = malloc((size_t)size + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)size, f), (size_t)size);
-	fclose(f);
-	*len = (size_t)size;
-	return buf;
-}
-
-static void write_bytes(const char *path, const void *buf, size_t len)
-{
-	FILE *f = fopen(path, "wb");
-
-	assert_non_null(f);
-	assert_int_equal(fwrite(buf, 1, len, f), len);
-	assert_int_equal(fclose(f), 0);
+	save_small(fx);
+	return testutil_read_file(fx->path, len);
 }
 
 static uint32_t get_u32(const unsigned char *p)
@@ -167,7 +122,7 @@ static cJSON *parse_header(const unsigned char *buf, size_t len)
 static void rewrite_with_header(struct fixture *fx, const cJSON *json, size_t drop_floats)
 {
 	size_t len, out_len, params_len;
-	unsigned char *old = read_bytes(fx->path, &len), *out;
+	unsigned char *old = testutil_read_file(fx->path, &len), *out;
 	char *text = cJSON_PrintUnformatted(json);
 	uint32_t h = get_u32(old + 12);
 	size_t tlen;
@@ -183,7 +138,7 @@ static void rewrite_with_header(struct fixture *fx, const cJSON *json, size_t dr
 	memcpy(out + PREFIX_LEN, text, tlen);
 	memcpy(out + PREFIX_LEN + tlen, old + PREFIX_LEN + h, params_len);
 	fix_crc(out, out_len);
-	write_bytes(fx->path, out, out_len);
+	testutil_write_file(fx->path, out, out_len);
 	free(out);
 	free(text);
 	free(old);
@@ -193,19 +148,13 @@ static void rewrite_with_header(struct fixture *fx, const cJSON *json, size_t dr
 static void replace_header_member(struct fixture *fx, const char *name, cJSON *value)
 {
 	size_t len;
-	unsigned char *buf = read_bytes(fx->path, &len);
+	unsigned char *buf = testutil_read_file(fx->path, &len);
 	cJSON *json = parse_header(buf, len);
 
 	assert_true(cJSON_ReplaceItemInObjectCaseSensitive(json, name, value));
 	rewrite_with_header(fx, json, 0);
 	cJSON_Delete(json);
 	free(buf);
-}
-
-static void assert_contains(const char *s, const char *part)
-{
-	if (strstr(s, part) == NULL)
-		fail_msg("'%s' does not contain '%s'", s, part);
 }
 
 /* Loading must fail, name the file and say why. */
@@ -219,8 +168,8 @@ static void assert_load_refused(struct fixture *fx, const char *why)
 		model_free(m);
 		fail_msg("model_file_load accepted a file that should fail with '%s'", why);
 	}
-	assert_contains(fx->err, fx->path);
-	assert_contains(fx->err, why);
+	testutil_assert_contains(fx->err, fx->path);
+	testutil_assert_contains(fx->err, why);
 }
 
 /* Loads the model in dir, failing the test with the loader's message if it
@@ -300,24 +249,6 @@ static void test_round_trip_keeps_special_float_bit_patterns(void **state)
 	model_free(back);
 }
 
-static const char *string_member(const cJSON *o, const char *name)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-
-	if (!cJSON_IsString(v))
-		fail_msg("header member '%s' is missing or not a string", name);
-	return v->valuestring;
-}
-
-static double number_member(const cJSON *o, const char *name)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-
-	if (!cJSON_IsNumber(v))
-		fail_msg("header member '%s' is missing or not a number", name);
-	return v->valuedouble;
-}
-
 static void test_header_records_the_model_and_how_it_was_trained(void **state)
 {
 	struct fixture *fx = *state;
@@ -331,7 +262,7 @@ static void test_header_records_the_model_and_how_it_was_trained(void **state)
 	fx->m = new_model("cnn-pool", 28, 9);
 	if (model_file_save(fx->dir, fx->m, &info, fx->err) < 0)
 		fail_msg("%s", fx->err);
-	buf = read_bytes(fx->path, &len);
+	buf = testutil_read_file(fx->path, &len);
 
 	assert_memory_equal(buf, "MWJMODEL", 8);
 	assert_int_equal(get_u32(buf + 8), 1);
@@ -341,32 +272,32 @@ static void test_header_records_the_model_and_how_it_was_trained(void **state)
 	assert_memory_equal(buf + PREFIX_LEN + h, fx->m->params, fx->m->nparams * sizeof(float));
 
 	json = parse_header(buf, len);
-	assert_string_equal(string_member(json, "format"), "mwj-model");
-	assert_true(number_member(json, "version") == 1);
-	assert_string_equal(string_member(json, "model"), "cnn-pool");
-	assert_string_equal(string_member(json, "arch"), fx->m->desc);
+	assert_string_equal(testutil_json_string(json, "format"), "mwj-model");
+	assert_true(testutil_json_number(json, "version") == 1);
+	assert_string_equal(testutil_json_string(json, "model"), "cnn-pool");
+	assert_string_equal(testutil_json_string(json, "arch"), fx->m->desc);
 	snprintf(hash, sizeof(hash), "%016" PRIx64, fx->m->arch_hash);
-	assert_string_equal(string_member(json, "arch_hash"), hash);
+	assert_string_equal(testutil_json_string(json, "arch_hash"), hash);
 	input = cJSON_GetObjectItemCaseSensitive(json, "input");
 	assert_true(cJSON_IsArray(input));
 	assert_int_equal(cJSON_GetArraySize(input), 3);
 	assert_true(cJSON_GetArrayItem(input, 0)->valuedouble == 28);
 	assert_true(cJSON_GetArrayItem(input, 1)->valuedouble == 28);
 	assert_true(cJSON_GetArrayItem(input, 2)->valuedouble == 1);
-	assert_true(number_member(json, "classes") == 10);
-	assert_true(number_member(json, "num_params") == (double)fx->m->nparams);
-	assert_string_equal(string_member(json, "dtype"), "float32");
+	assert_true(testutil_json_number(json, "classes") == 10);
+	assert_true(testutil_json_number(json, "num_params") == (double)fx->m->nparams);
+	assert_string_equal(testutil_json_string(json, "dtype"), "float32");
 
 	trained = cJSON_GetObjectItemCaseSensitive(json, "trained");
 	assert_true(cJSON_IsObject(trained));
-	assert_string_equal(string_member(trained, "optimizer"), "adam");
-	assert_true(number_member(trained, "learning_rate") == 0.0005);
-	assert_true(number_member(trained, "batch_size") == 32);
-	assert_true(number_member(trained, "workers") == 1);
-	assert_true(number_member(trained, "epochs") == 3);
-	assert_true(number_member(trained, "global_step") == 2811);
+	assert_string_equal(testutil_json_string(trained, "optimizer"), "adam");
+	assert_true(testutil_json_number(trained, "learning_rate") == 0.0005);
+	assert_true(testutil_json_number(trained, "batch_size") == 32);
+	assert_true(testutil_json_number(trained, "workers") == 1);
+	assert_true(testutil_json_number(trained, "epochs") == 3);
+	assert_true(testutil_json_number(trained, "global_step") == 2811);
 	/* All 64 bits of the seed, which a JSON number would round. */
-	assert_string_equal(string_member(trained, "seed"), "18446744073709551615");
+	assert_string_equal(testutil_json_string(trained, "seed"), "18446744073709551615");
 	cJSON_Delete(json);
 	free(buf);
 }
@@ -410,34 +341,36 @@ static void test_save_creates_missing_directories(void **state)
 	model_free(back);
 }
 
-static void test_load_refuses_a_bad_magic(void **state)
+/* Saves a small model, overwrites n bytes of its file at offset with bytes,
+ * fixes up the CRC so that the damage reaches the check meant for it, and
+ * asserts that loading is refused saying why. */
+static void assert_patched_file_refused(struct fixture *fx, size_t offset, const void *bytes,
+                                        size_t n, const char *why)
 {
-	struct fixture *fx = *state;
 	size_t len;
 	unsigned char *buf;
 
-	save_small(fx);
-	buf = read_bytes(fx->path, &len);
-	buf[7] = 'X'; /* "MWJMODEX" */
+	buf = save_small_and_read(fx, &len);
+	assert_true(offset + n <= len);
+	memcpy(buf + offset, bytes, n);
 	fix_crc(buf, len);
-	write_bytes(fx->path, buf, len);
-	assert_load_refused(fx, "bad magic");
+	testutil_write_file(fx->path, buf, len);
+	assert_load_refused(fx, why);
 	free(buf);
+}
+
+static void test_load_refuses_a_bad_magic(void **state)
+{
+	/* "MWJMODEX" */
+	assert_patched_file_refused(*state, 7, "X", 1, "bad magic");
 }
 
 static void test_load_refuses_an_unknown_format_version(void **state)
 {
-	struct fixture *fx = *state;
-	size_t len;
-	unsigned char *buf;
+	static const unsigned char two[4] = {2, 0, 0, 0}; /* little-endian */
 
-	save_small(fx);
-	buf = read_bytes(fx->path, &len);
-	put_u32(buf + 8, 2);
-	fix_crc(buf, len);
-	write_bytes(fx->path, buf, len);
-	assert_load_refused(fx, "unsupported model format version 2");
-	free(buf);
+	assert_patched_file_refused(*state, 8, two, sizeof(two),
+	                            "unsupported model format version 2");
 }
 
 /* Cut anywhere, the file is refused, naming the file; which check catches
@@ -449,8 +382,7 @@ static void test_load_refuses_a_truncated_file(void **state)
 	unsigned char *buf;
 	uint32_t h;
 
-	save_small(fx);
-	buf = read_bytes(fx->path, &len);
+	buf = save_small_and_read(fx, &len);
 	h = get_u32(buf + 12);
 	const struct {
 		size_t keep;
@@ -470,7 +402,7 @@ static void test_load_refuses_a_truncated_file(void **state)
 	    {len - 1, "checksum mismatch"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		write_bytes(fx->path, buf, cases[i].keep);
+		testutil_write_file(fx->path, buf, cases[i].keep);
 		assert_load_refused(fx, cases[i].why);
 	}
 	free(buf);
@@ -483,82 +415,69 @@ static void test_load_refuses_a_flipped_byte(void **state)
 	unsigned char *buf;
 	uint32_t h;
 
-	save_small(fx);
-	buf = read_bytes(fx->path, &len);
+	buf = save_small_and_read(fx, &len);
 	h = get_u32(buf + 12);
 	/* One bit in the parameters, in the header, and in the CRC itself. */
 	const size_t at[] = {len / 2, PREFIX_LEN + h / 2, len - 2};
 	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
 		buf[at[i]] ^= 0x10;
-		write_bytes(fx->path, buf, len);
+		testutil_write_file(fx->path, buf, len);
 		assert_load_refused(fx, "checksum mismatch");
 		buf[at[i]] ^= 0x10;
 	}
 	/* Flipped back, the same bytes load. */
-	write_bytes(fx->path, buf, len);
+	testutil_write_file(fx->path, buf, len);
 	struct model *back = load_ok(fx->dir, 1);
 	model_free(back);
 	free(buf);
 }
 
+/* Saves a small model, replaces member name of its file's header with value
+ * (which it takes over) and asserts that loading is refused saying why. */
+static void assert_header_member_refused(struct fixture *fx, const char *name, cJSON *value,
+                                         const char *why)
+{
+	save_small(fx);
+	replace_header_member(fx, name, value);
+	assert_load_refused(fx, why);
+}
+
 static void test_load_refuses_a_header_naming_an_unknown_model(void **state)
 {
-	struct fixture *fx = *state;
-
-	save_small(fx);
-	replace_header_member(fx, "model", cJSON_CreateString("resnet50"));
-	assert_load_refused(fx, "unknown model 'resnet50'");
+	assert_header_member_refused(*state, "model", cJSON_CreateString("resnet50"),
+	                             "unknown model 'resnet50'");
 }
 
 static void test_load_refuses_another_format_or_dtype(void **state)
 {
-	struct fixture *fx = *state;
-
-	save_small(fx);
-	replace_header_member(fx, "dtype", cJSON_CreateString("bfloat16"));
-	assert_load_refused(fx, "dtype 'bfloat16'");
-	save_small(fx);
-	replace_header_member(fx, "format", cJSON_CreateString("keras-h5"));
-	assert_load_refused(fx, "format 'keras-h5'");
+	assert_header_member_refused(*state, "dtype", cJSON_CreateString("bfloat16"),
+	                             "dtype 'bfloat16'");
+	assert_header_member_refused(*state, "format", cJSON_CreateString("keras-h5"),
+	                             "format 'keras-h5'");
 }
 
 /* A hostile header asking for 4096x4096 inputs is refused with a message,
  * not by running out of memory. */
 static void test_load_refuses_a_header_with_an_absurd_input_shape(void **state)
 {
-	struct fixture *fx = *state;
 	cJSON *input = cJSON_CreateArray();
 
-	save_small(fx);
 	cJSON_AddItemToArray(input, cJSON_CreateNumber(4096));
 	cJSON_AddItemToArray(input, cJSON_CreateNumber(4096));
 	cJSON_AddItemToArray(input, cJSON_CreateNumber(1));
-	replace_header_member(fx, "input", input);
-	assert_load_refused(fx, "GiB");
+	assert_header_member_refused(*state, "input", input, "GiB");
 }
 
 static void test_load_refuses_a_header_that_is_not_json(void **state)
 {
-	struct fixture *fx = *state;
-	size_t len;
-	unsigned char *buf;
-
-	save_small(fx);
-	buf = read_bytes(fx->path, &len);
-	buf[PREFIX_LEN] = '[';
-	fix_crc(buf, len);
-	write_bytes(fx->path, buf, len);
-	assert_load_refused(fx, "header: invalid JSON");
-	free(buf);
+	/* '{' becomes '[': the header no longer parses. */
+	assert_patched_file_refused(*state, PREFIX_LEN, "[", 1, "header: invalid JSON");
 }
 
 static void test_load_refuses_an_architecture_hash_mismatch(void **state)
 {
-	struct fixture *fx = *state;
-
-	save_small(fx);
-	replace_header_member(fx, "arch_hash", cJSON_CreateString("0123456789abcdef"));
-	assert_load_refused(fx, "architecture hash 0123456789abcdef does not match");
+	assert_header_member_refused(*state, "arch_hash", cJSON_CreateString("0123456789abcdef"),
+	                             "architecture hash 0123456789abcdef does not match");
 }
 
 /* The file holds exactly the model's parameters, but the header's count
@@ -583,8 +502,7 @@ static void test_load_refuses_a_file_length_that_disagrees_with_num_params(void 
 	cJSON *json;
 	char want[96];
 
-	save_small(fx);
-	buf = read_bytes(fx->path, &len);
+	buf = save_small_and_read(fx, &len);
 	json = parse_header(buf, len);
 	/* One float short, with a header and CRC that are otherwise right. */
 	rewrite_with_header(fx, json, 1);
@@ -609,13 +527,12 @@ static void test_load_refuses_an_oversized_header_length(void **state)
 	unsigned char *buf;
 	char want[96];
 
-	save_small(fx);
-	buf = read_bytes(fx->path, &len);
+	buf = save_small_and_read(fx, &len);
 	const uint32_t lengths[] = {UINT32_MAX, (uint32_t)(len - PREFIX_LEN - 4 + 1)};
 	for (size_t i = 0; i < sizeof(lengths) / sizeof(lengths[0]); i++) {
 		put_u32(buf + 12, lengths[i]);
 		fix_crc(buf, len);
-		write_bytes(fx->path, buf, len);
+		testutil_write_file(fx->path, buf, len);
 		snprintf(want, sizeof(want), "truncated: header claims %" PRIu32 " bytes",
 		         lengths[i]);
 		assert_load_refused(fx, want);

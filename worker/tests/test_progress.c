@@ -15,7 +15,6 @@
 #include <fcntl.h>
 #include <math.h>
 #include <poll.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +26,7 @@
 
 #include "metrics.h"
 #include "progress.h"
+#include "testutil.h"
 
 #define KERAS_WIDTH  30
 #define LINE_MAX_LEN 512
@@ -84,18 +84,6 @@ static int split_lines(const char *text, char lines[][LINE_MAX_LEN], int max)
 		text = nl + 1;
 	}
 	return n;
-}
-
-static void assert_matches(const char *s, const char *pattern)
-{
-	regex_t re;
-
-	assert_int_equal(regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB), 0);
-	if (regexec(&re, s, 0, NULL, 0) != 0) {
-		regfree(&re);
-		fail_msg("'%s' does not match /%s/", s, pattern);
-	}
-	regfree(&re);
 }
 
 static void assert_starts_with(const char *s, const char *prefix)
@@ -183,8 +171,8 @@ static void test_lines_mode_prints_the_epoch_header_and_one_keras_line(void **st
 	/* No periodic lines without every: exactly the header and the end. */
 	assert_int_equal(split_lines(capture_text(&c), lines, 4), 2);
 	assert_string_equal(lines[0], "Epoch 1/3");
-	assert_matches(lines[1],
-	               "^70/70 \\[={30}\\]" FINAL_TIME " - loss: 0\\.5123 - accuracy: 0\\.8250$");
+	testutil_assert_matches(lines[1], "^70/70 \\[={30}\\]" FINAL_TIME
+	                                  " - loss: 0\\.5123 - accuracy: 0\\.8250$");
 	capture_close(&c);
 }
 
@@ -216,12 +204,12 @@ static void test_lines_mode_with_every_prints_partial_bars_with_an_eta(void **st
 	for (int i = 1; i <= 9; i++) {
 		keras_bar(bar, sizeof(bar), 7L * i, 70);
 		assert_starts_with(lines[i], bar);
-		assert_matches(lines[i] + strlen(bar),
-		               "^" ETA " - loss: 0\\.2500 - accuracy: 0\\.5000$");
+		testutil_assert_matches(lines[i] + strlen(bar),
+		                        "^" ETA " - loss: 0\\.2500 - accuracy: 0\\.5000$");
 	}
-	assert_matches(lines[10],
-	               "^70/70 \\[={30}\\]" FINAL_TIME " - loss: 0\\.2500 - accuracy: 0\\.5000"
-	               " - val_loss: 0\\.6100 - val_accuracy: 0\\.7812$");
+	testutil_assert_matches(lines[10], "^70/70 \\[={30}\\]" FINAL_TIME
+	                                   " - loss: 0\\.2500 - accuracy: 0\\.5000"
+	                                   " - val_loss: 0\\.6100 - val_accuracy: 0\\.7812$");
 	capture_close(&c);
 }
 
@@ -253,11 +241,11 @@ static void test_bar_matches_keras_progbar_at_every_step(void **state)
 			assert_non_null(line);
 			keras_bar(bar, sizeof(bar), step, target);
 			assert_starts_with(line, bar);
-			assert_matches(line + strlen(bar),
-			               step < target ? "^" ETA
-			                               " - loss: 1\\.5000 - accuracy: 0\\.5000$"
-			                             : "^" FINAL_TIME
-			                               " - loss: 1\\.5000 - accuracy: 0\\.5000$");
+			testutil_assert_matches(
+			    line + strlen(bar),
+			    step < target ? "^" ETA " - loss: 1\\.5000 - accuracy: 0\\.5000$"
+			                  : "^" FINAL_TIME
+			                    " - loss: 1\\.5000 - accuracy: 0\\.5000$");
 		}
 		assert_string_equal(text, "");
 		capture_close(&c);
@@ -309,44 +297,22 @@ static void test_evaluate_prints_one_keras_line_with_test_metrics(void **state)
 	progress_init(&p, c.f, 0, 0, 64);
 	progress_evaluate_end(&p, 157, &m);
 	assert_int_equal(split_lines(capture_text(&c), lines, 2), 1);
-	assert_matches(lines[0],
-	               "^157/157 \\[={30}\\]" FINAL_TIME " - loss: 0\\.3456 - accuracy: 0\\.8765$");
+	testutil_assert_matches(lines[0], "^157/157 \\[={30}\\]" FINAL_TIME
+	                                  " - loss: 0\\.3456 - accuracy: 0\\.8765$");
 	capture_close(&c);
-}
-
-/* Parses one line as a JSON object; the caller deletes it. */
-static cJSON *parse_object(const char *line)
-{
-	cJSON *o = cJSON_Parse(line);
-
-	if (o == NULL || !cJSON_IsObject(o))
-		fail_msg("not a JSON object: '%s'", line);
-	return o;
-}
-
-static double number_field(const cJSON *o, const char *name)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-
-	if (!cJSON_IsNumber(v))
-		fail_msg("field '%s' is missing or not a number", name);
-	return v->valuedouble;
 }
 
 static void assert_event(const cJSON *o, const char *event)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "event");
-
-	assert_true(cJSON_IsString(v));
-	assert_string_equal(v->valuestring, event);
+	assert_string_equal(testutil_json_string(o, "event"), event);
 }
 
 /* The timing fields exist and are sane; their values depend on the machine. */
 static void assert_timing_fields(const cJSON *o)
 {
-	assert_true(number_field(o, "seconds") >= 0);
-	assert_true(number_field(o, "ms_per_step") >= 0);
-	assert_true(number_field(o, "samples_per_sec") >= 0);
+	assert_true(testutil_json_number(o, "seconds") >= 0);
+	assert_true(testutil_json_number(o, "ms_per_step") >= 0);
+	assert_true(testutil_json_number(o, "samples_per_sec") >= 0);
 }
 
 static void test_json_mode_prints_step_and_epoch_objects_only(void **state)
@@ -375,31 +341,31 @@ static void test_json_mode_prints_step_and_epoch_objects_only(void **state)
 	/* No "Epoch 2/4" text, one step object at 5 and the epoch object. */
 	assert_int_equal(split_lines(capture_text(&c), lines, 4), 2);
 
-	o = parse_object(lines[0]);
+	o = testutil_json_object(lines[0]);
 	assert_event(o, "step");
-	assert_true(number_field(o, "epoch") == 2);
-	assert_true(number_field(o, "epochs") == 4);
-	assert_true(number_field(o, "step") == 5);
-	assert_true(number_field(o, "steps") == 10);
-	assert_true(number_field(o, "global_step") == 15);
-	assert_true(number_field(o, "loss") == metrics_loss(&at5));
-	assert_true(number_field(o, "accuracy") == metrics_accuracy(&at5));
-	assert_true(number_field(o, "examples") == 160);
+	assert_true(testutil_json_number(o, "epoch") == 2);
+	assert_true(testutil_json_number(o, "epochs") == 4);
+	assert_true(testutil_json_number(o, "step") == 5);
+	assert_true(testutil_json_number(o, "steps") == 10);
+	assert_true(testutil_json_number(o, "global_step") == 15);
+	assert_true(testutil_json_number(o, "loss") == metrics_loss(&at5));
+	assert_true(testutil_json_number(o, "accuracy") == metrics_accuracy(&at5));
+	assert_true(testutil_json_number(o, "examples") == 160);
 	assert_null(cJSON_GetObjectItemCaseSensitive(o, "val_loss"));
 	assert_timing_fields(o);
 	cJSON_Delete(o);
 
-	o = parse_object(lines[1]);
+	o = testutil_json_object(lines[1]);
 	assert_event(o, "epoch");
-	assert_true(number_field(o, "epoch") == 2);
-	assert_true(number_field(o, "step") == 10);
-	assert_true(number_field(o, "steps") == 10);
-	assert_true(number_field(o, "global_step") == 20);
-	assert_true(number_field(o, "loss") == metrics_loss(&run));
-	assert_true(number_field(o, "accuracy") == metrics_accuracy(&run));
-	assert_true(number_field(o, "val_loss") == 0.75);
-	assert_true(number_field(o, "val_accuracy") == 0.625);
-	assert_true(number_field(o, "examples") == 320);
+	assert_true(testutil_json_number(o, "epoch") == 2);
+	assert_true(testutil_json_number(o, "step") == 10);
+	assert_true(testutil_json_number(o, "steps") == 10);
+	assert_true(testutil_json_number(o, "global_step") == 20);
+	assert_true(testutil_json_number(o, "loss") == metrics_loss(&run));
+	assert_true(testutil_json_number(o, "accuracy") == metrics_accuracy(&run));
+	assert_true(testutil_json_number(o, "val_loss") == 0.75);
+	assert_true(testutil_json_number(o, "val_accuracy") == 0.625);
+	assert_true(testutil_json_number(o, "examples") == 320);
 	assert_timing_fields(o);
 	cJSON_Delete(o);
 	capture_close(&c);
@@ -421,10 +387,10 @@ static void test_json_epoch_without_validation_has_no_val_fields(void **state)
 		progress_step(&p, step, step, &run);
 	progress_epoch_end(&p, 3, &run, NULL);
 	assert_int_equal(split_lines(capture_text(&c), lines, 2), 1);
-	o = parse_object(lines[0]);
+	o = testutil_json_object(lines[0]);
 	assert_event(o, "epoch");
-	assert_true(number_field(o, "loss") == 0.5);
-	assert_true(number_field(o, "accuracy") == 0.25);
+	assert_true(testutil_json_number(o, "loss") == 0.5);
+	assert_true(testutil_json_number(o, "accuracy") == 0.25);
 	assert_null(cJSON_GetObjectItemCaseSensitive(o, "val_loss"));
 	assert_null(cJSON_GetObjectItemCaseSensitive(o, "val_accuracy"));
 	cJSON_Delete(o);
@@ -444,12 +410,12 @@ static void test_json_evaluate_prints_one_evaluate_object(void **state)
 	progress_init(&p, c.f, 1, 0, 64);
 	progress_evaluate_end(&p, 157, &m);
 	assert_int_equal(split_lines(capture_text(&c), lines, 2), 1);
-	o = parse_object(lines[0]);
+	o = testutil_json_object(lines[0]);
 	assert_event(o, "evaluate");
-	assert_true(number_field(o, "steps") == 157);
-	assert_true(number_field(o, "loss") == metrics_loss(&m));
-	assert_true(number_field(o, "accuracy") == 0.8765);
-	assert_true(number_field(o, "examples") == 10000);
+	assert_true(testutil_json_number(o, "steps") == 157);
+	assert_true(testutil_json_number(o, "loss") == metrics_loss(&m));
+	assert_true(testutil_json_number(o, "accuracy") == 0.8765);
+	assert_true(testutil_json_number(o, "examples") == 10000);
 	assert_null(cJSON_GetObjectItemCaseSensitive(o, "epoch"));
 	assert_timing_fields(o);
 	cJSON_Delete(o);
@@ -523,9 +489,10 @@ static void test_terminal_mode_redraws_the_bar_in_place(void **state)
 	keras_bar(bar, sizeof(bar), 7, 70);
 	assert_true(s[0] == '\r');
 	assert_starts_with(s + 1, bar);
-	assert_matches(s + 1 + strlen(bar), "^" ETA " - loss: 0\\.2500 - accuracy: 0\\.5000"
-	                                    "\033\\[K\r70/70 \\[={30}\\]" FINAL_TIME
-	                                    " - loss: 0\\.2500 - accuracy: 0\\.5000\033\\[K\n$");
+	testutil_assert_matches(s + 1 + strlen(bar),
+	                        "^" ETA " - loss: 0\\.2500 - accuracy: 0\\.5000"
+	                        "\033\\[K\r70/70 \\[={30}\\]" FINAL_TIME
+	                        " - loss: 0\\.2500 - accuracy: 0\\.5000\033\\[K\n$");
 	fclose(tty);
 	close(master);
 }

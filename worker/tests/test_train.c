@@ -15,14 +15,8 @@
 #include "err.h"
 #include "log.h"
 #include "model_file.h"
+#include "testutil.h"
 #include "trainer.h"
-
-static const char *data_dir(void)
-{
-	const char *d = getenv("MWJ_TEST_DATA");
-
-	return d && d[0] ? d : "/usr/share/datasets/fashion-mnist";
-}
 
 static void config(struct train_config *c, const char *model_dir)
 {
@@ -34,35 +28,17 @@ static void config(struct train_config *c, const char *model_dir)
 	c->optimizer = OPT_SGD;
 	c->seed = 42;
 	c->threads = 2;
-	snprintf(c->data_dir, sizeof(c->data_dir), "%s", data_dir());
+	snprintf(c->data_dir, sizeof(c->data_dir), "%s", testutil_data_dir());
 	snprintf(c->model_dir, sizeof(c->model_dir), "%s", model_dir ? model_dir : "");
 }
 
 struct tmp {
-	char dir[64];
+	char dir[TESTUTIL_TMPDIR_LEN]; /* first, for testutil_fixture_setup() */
 };
 
 static int setup_tmp(void **state)
 {
-	struct tmp *t = calloc(1, sizeof(*t));
-
-	snprintf(t->dir, sizeof(t->dir), "/tmp/mwj-train-XXXXXX");
-	if (!mkdtemp(t->dir))
-		return -1;
-	*state = t;
-	return 0;
-}
-
-static int teardown_tmp(void **state)
-{
-	struct tmp *t = *state;
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", t->dir);
-	if (system(cmd) != 0)
-		return -1;
-	free(t);
-	return 0;
+	return testutil_fixture_setup(state, sizeof(struct tmp), "train");
 }
 
 /* Trains, saves to <tmp>/<sub>, and returns the model file's bytes. */
@@ -173,7 +149,7 @@ static void test_one_epoch_reaches_test_accuracy_above_0_80(void **state)
 	snprintf(dir, sizeof(dir), "%s/epoch", t->dir);
 	struct model *m = model_file_load(dir, 100, err);
 	assert_non_null(m);
-	assert_int_equal(dataset_load(&test, data_dir(), "t10k", err), 0);
+	assert_int_equal(dataset_load(&test, testutil_data_dir(), "t10k", err), 0);
 	float *x = calloc(100 * 784, sizeof(float));
 	uint8_t y[100];
 	struct metrics e = trainer_evaluate(m, &test, 100, VALIDATION_ALL, x, y);
@@ -198,21 +174,16 @@ static void test_missing_data_directory_is_reported_with_the_file(void **state)
 	assert_non_null(strstr(err, "/nonexistent/data/train-images-idx3-ubyte"));
 }
 
+#define TEST(f) cmocka_unit_test_setup_teardown(f, setup_tmp, testutil_fixture_teardown)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(
-	        test_same_seed_gives_bitwise_identical_weights_on_one_thread, setup_tmp,
-	        teardown_tmp),
-	    cmocka_unit_test_setup_teardown(
-	        test_same_seed_gives_bitwise_identical_weights_on_two_threads, setup_tmp,
-	        teardown_tmp),
-	    cmocka_unit_test_setup_teardown(test_same_seed_gives_bitwise_identical_cnn_pool_weights,
-	                                    setup_tmp, teardown_tmp),
-	    cmocka_unit_test_setup_teardown(test_training_on_a_slice_drives_the_loss_below_0_75,
-	                                    setup_tmp, teardown_tmp),
-	    cmocka_unit_test_setup_teardown(test_one_epoch_reaches_test_accuracy_above_0_80,
-	                                    setup_tmp, teardown_tmp),
+	    TEST(test_same_seed_gives_bitwise_identical_weights_on_one_thread),
+	    TEST(test_same_seed_gives_bitwise_identical_weights_on_two_threads),
+	    TEST(test_same_seed_gives_bitwise_identical_cnn_pool_weights),
+	    TEST(test_training_on_a_slice_drives_the_loss_below_0_75),
+	    TEST(test_one_epoch_reaches_test_accuracy_above_0_80),
 	    cmocka_unit_test(test_missing_data_directory_is_reported_with_the_file),
 	};
 	log_set_level(LOG_WARN);

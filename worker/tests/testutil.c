@@ -1,0 +1,155 @@
+/* testutil.c - helpers shared by the worker tests; see testutil.h. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <ftw.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "testutil.h"
+
+const char *testutil_data_dir(void)
+{
+	const char *d = getenv("MWJ_TEST_DATA");
+
+	return d && d[0] ? d : TESTUTIL_DEFAULT_DATA_DIR;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	(void)type;
+	(void)ftw;
+	return remove(path) == 0 ? 0 : -1; /* non-zero stops the walk */
+}
+
+int testutil_fixture_setup(void **state, size_t size, const char *name)
+{
+	/* The fixture, seen through its first member: the directory's path. */
+	char *dir = size >= TESTUTIL_TMPDIR_LEN ? calloc(1, size) : NULL;
+	int n;
+
+	if (dir == NULL)
+		return -1;
+	n = snprintf(dir, TESTUTIL_TMPDIR_LEN, "/tmp/mwj-test-%s-XXXXXX", name);
+	if (n < 0 || n >= TESTUTIL_TMPDIR_LEN || mkdtemp(dir) == NULL) {
+		free(dir);
+		return -1;
+	}
+	*state = dir;
+	return 0;
+}
+
+int testutil_fixture_teardown(void **state)
+{
+	char *dir = *state;
+	int rc = 0;
+
+	/* Depth first, so that each directory is empty when its turn comes. */
+	if (dir != NULL && nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+		rc = -1;
+	free(dir);
+	*state = NULL;
+	return rc;
+}
+
+void *testutil_read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t n = 0, cap = 0;
+
+	if (f == NULL)
+		fail_msg("open '%s': %s", path, strerror(errno));
+	for (;;) {
+		if (cap - n < 4096) {
+			char *grown;
+
+			cap = cap ? cap * 2 : 8192;
+			grown = realloc(buf, cap);
+			assert_non_null(grown);
+			buf = grown;
+		}
+		size_t got = fread(buf + n, 1, cap - n - 1, f);
+		n += got;
+		if (got == 0)
+			break;
+	}
+	assert_int_equal(ferror(f), 0);
+	fclose(f);
+	buf[n] = '\0';
+	if (len != NULL)
+		*len = n;
+	return buf;
+}
+
+void testutil_write_file(const char *path, const void *buf, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+
+	if (f == NULL)
+		fail_msg("open '%s': %s", path, strerror(errno));
+	assert_int_equal(fwrite(buf, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+}
+
+void testutil_put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+void testutil_assert_contains(const char *s, const char *part)
+{
+	if (strstr(s, part) == NULL)
+		fail_msg("'%s' does not contain '%s'", s, part);
+}
+
+void testutil_assert_matches(const char *s, const char *pattern)
+{
+	regex_t re;
+	int rc;
+
+	assert_int_equal(regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB), 0);
+	rc = regexec(&re, s, 0, NULL, 0);
+	regfree(&re);
+	if (rc != 0)
+		fail_msg("'%s' does not match /%s/", s, pattern);
+}
+
+cJSON *testutil_json_object(const char *text)
+{
+	cJSON *o = cJSON_Parse(text);
+
+	if (o == NULL || !cJSON_IsObject(o))
+		fail_msg("not a JSON object: '%s'", text);
+	return o;
+}
+
+double testutil_json_number(const cJSON *o, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	if (!cJSON_IsNumber(v))
+		fail_msg("member '%s' is missing or not a number", name);
+	return v->valuedouble;
+}
+
+const char *testutil_json_string(const cJSON *o, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	if (!cJSON_IsString(v))
+		fail_msg("member '%s' is missing or not a string", name);
+	return v->valuestring;
+}

@@ -1,0 +1,82 @@
+/* testutil.h - what several worker tests need alike: where the real data is,
+ * a scratch directory per test, whole files read and written, and checks on
+ * text and JSON.
+ *
+ * Except for the fixture's setup and teardown, which return -1 as cmocka
+ * expects, everything here fails the running cmocka test instead of
+ * returning an error, so call it from a test body only.
+ */
+#ifndef MWJ_TESTUTIL_H
+#define MWJ_TESTUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+/* --- The real Fashion-MNIST files --- */
+
+#define TESTUTIL_DEFAULT_DATA_DIR "/usr/share/datasets/fashion-mnist"
+
+/* The directory of the Fashion-MNIST files: $MWJ_TEST_DATA ('make test' sets
+ * it), or TESTUTIL_DEFAULT_DATA_DIR (Debian's dataset-fashion-mnist) when that
+ * is unset or empty. Never NULL; the string is borrowed. */
+const char *testutil_data_dir(void);
+
+/* --- A fixture with a scratch directory per test --- */
+
+#define TESTUTIL_TMPDIR_LEN 64 /* room for "/tmp/mwj-test-<name>-XXXXXX" */
+
+/* For a cmocka setup: allocates a zeroed fixture of size bytes, whose first
+ * member must be char dir[TESTUTIL_TMPDIR_LEN], creates a new empty directory
+ * "/tmp/mwj-test-<name>-XXXXXX" (mkdtemp) and writes its path into that
+ * member, and stores the fixture in *state for the test and its teardown.
+ * Returns 0, or -1 with nothing left allocated or created. */
+int testutil_fixture_setup(void **state, size_t size, const char *name);
+
+/* For a cmocka teardown, which runs even after a failed test: removes the
+ * fixture's directory and everything below it, without following symbolic
+ * links, and frees the fixture (*state may be NULL). Returns 0, or -1 if
+ * something could not be removed, which cmocka reports as a failure. Free
+ * what the fixture points to before calling it. */
+int testutil_fixture_teardown(void **state);
+
+/* --- Whole files --- */
+
+/* Reads the file at path into a malloc'd buffer the caller frees, with a NUL
+ * after the last byte so that a text file can be used as a string. *len, if
+ * len is not NULL, is the length without that NUL. Fails the test if the
+ * file cannot be read. */
+void *testutil_read_file(const char *path, size_t *len);
+
+/* Writes len bytes of buf to path, replacing what was there. Fails the test
+ * on any error, the final fclose included. */
+void testutil_write_file(const char *path, const void *buf, size_t len);
+
+/* Stores v at p as 4 big-endian bytes, the byte order of IDX headers. */
+void testutil_put_be32(uint8_t *p, uint32_t v);
+
+/* --- Checks on text --- */
+
+/* Fails the test, showing both strings, unless s contains part. */
+void testutil_assert_contains(const char *s, const char *part);
+
+/* Fails the test, showing both, unless s matches the POSIX extended regular
+ * expression pattern (anywhere, unless anchored). */
+void testutil_assert_matches(const char *s, const char *pattern);
+
+/* --- Checks on JSON --- */
+
+/* Parses text as a JSON object. The caller deletes the tree. Fails the test,
+ * showing text, if it is not valid JSON or not an object. */
+cJSON *testutil_json_object(const char *text);
+
+/* The number member name of object o. Fails the test, naming the member, if
+ * it is missing or not a number. */
+double testutil_json_number(const cJSON *o, const char *name);
+
+/* The string member name of object o, borrowed from the tree. Fails the
+ * test, naming the member, if it is missing or not a string. */
+const char *testutil_json_string(const cJSON *o, const char *name);
+
+#endif
