@@ -361,16 +361,21 @@ void cli_log_config(const struct cli *c)
 {
 	const struct train_config *t = &c->train;
 	const struct eval_config *e = &c->eval;
+	char steps[32] = "one-pass", val[32] = "all";
 
 	if (c->cmd == CLI_EVALUATE) {
 		log_info("config: model_dir='%s' data_dir='%s' batch_size=%d threads=%d",
 		         e->model_dir, e->data_dir, e->batch_size, e->threads);
 		return;
 	}
-	log_info("config: model=%s epochs=%d steps_per_epoch=%ld batch_size=%d "
+	if (t->steps_per_epoch)
+		snprintf(steps, sizeof(steps), "%ld", t->steps_per_epoch);
+	if (t->validation_steps != VALIDATION_ALL)
+		snprintf(val, sizeof(val), "%ld", t->validation_steps);
+	log_info("config: model=%s epochs=%d steps_per_epoch=%s batch_size=%d "
 	         "learning_rate=%g optimizer=%s momentum=%g seed=%" PRIu64 " data_dir='%s' "
-	         "validation_steps=%ld model_dir='%s' threads=%d log_every=%ld",
-	         t->model, t->epochs, t->steps_per_epoch, t->batch_size, t->learning_rate,
-	         optimizer_name(t->optimizer), t->momentum, t->seed, t->data_dir,
-	         t->validation_steps, t->model_dir, t->threads, t->log_every);
+	         "validation_steps=%s model_dir='%s' threads=%d log_every=%ld",
+	         t->model, t->epochs, steps, t->batch_size, t->learning_rate,
+	         optimizer_name(t->optimizer), t->momentum, t->seed, t->data_dir, val, t->model_dir,
+	         t->threads, t->log_every);
 }
