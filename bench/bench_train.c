@@ -117,7 +117,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	log_set_level(LOG_WARN);
+	log_set_level(LOG_ERROR); /* the benchmark saves no model: no warning about it */
 	for (size_t mi = 0; mi < 2; mi++) {
 		if (only_model && strcmp(only_model, models[mi]) != 0)
 			continue;

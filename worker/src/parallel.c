@@ -1,21 +1,26 @@
 /* parallel.c - a fixed pool of compute threads.
  *
  * The regions of one training step come a few dozen microseconds apart, far
- * too often to put threads to sleep in between: a pool thread spins on the
- * generation counter for a while after each region, and only then blocks on
+ * too often to put threads to sleep in between: a pool thread polls the
+ * generation counter for SPIN_NS after each region, and only then blocks on
  * a condition variable, so the pool costs nothing while the worker waits
  * on the network or reads data.
  */
 #include "parallel.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "err.h"
 
-#define SPIN_ROUNDS 200000 /* about 100 us of polling before sleeping */
+/* How long a waiting thread polls before it gives the core away: longer
+ * than the gaps between the regions of one step, short enough that an idle
+ * pool, or one that shares its cores with other work, costs little. */
+#define SPIN_NS 100000
 
 struct pool {
 	int threads;
@@ -32,6 +37,14 @@ struct pool {
 static struct pool pool = {.threads = 1};
 static int part_ids[PARALLEL_MAX_THREADS]; /* what each pool thread is told it is */
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static inline void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -46,9 +59,12 @@ static void *pool_main(void *arg)
 
 	for (;;) {
 		uint64_t gen = atomic_load_explicit(&pool.generation, memory_order_acquire);
-		for (int spin = 0; gen == seen && spin < SPIN_ROUNDS; spin++) {
+		uint64_t deadline = now_ns() + SPIN_NS;
+		for (unsigned spin = 1; gen == seen; spin++) {
 			cpu_relax();
 			gen = atomic_load_explicit(&pool.generation, memory_order_acquire);
+			if (spin % 64 == 0 && now_ns() > deadline)
+				break;
 		}
 		if (gen == seen) {
 			pthread_mutex_lock(&pool.lock);
@@ -124,8 +140,16 @@ void parallel_run(parallel_fn fn, void *ctx)
 	pthread_cond_broadcast(&pool.wake);
 	pthread_mutex_unlock(&pool.lock);
 	fn(ctx, 0, pool.threads);
-	while (atomic_load_explicit(&pool.pending, memory_order_acquire) > 0)
-		cpu_relax();
+	/* Poll for the others; past the spin window, yield the core, in case
+	 * the thread we wait for is the one that needs it. */
+	uint64_t deadline = now_ns() + SPIN_NS;
+	for (unsigned spin = 1; atomic_load_explicit(&pool.pending, memory_order_acquire) > 0;
+	     spin++) {
+		if (spin % 64 == 0 && now_ns() > deadline)
+			sched_yield();
+		else
+			cpu_relax();
+	}
 }
 
 void parallel_range(size_t n, int part, int parts, size_t align, size_t *lo, size_t *hi)
