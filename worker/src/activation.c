@@ -8,14 +8,14 @@
 #define MIN_SPLIT 65536 /* elements; below this one thread is faster */
 
 SIMD_CLONES
-static void relu(float *restrict x, size_t n)
+void relu_forward_serial(float *restrict x, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		x[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
 SIMD_CLONES
-static void relu_grad(float *restrict d, const float *restrict y, size_t n)
+void relu_backward_serial(float *restrict d, const float *restrict y, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		d[i] = y[i] > 0.0f ? d[i] : 0.0f;
@@ -34,9 +34,9 @@ static void relu_part(void *ctx, int part, int parts)
 
 	parallel_range(j->n, part, parts, 16, &lo, &hi);
 	if (j->y)
-		relu_grad(j->d + lo, j->y + lo, hi - lo);
+		relu_backward_serial(j->d + lo, j->y + lo, hi - lo);
 	else
-		relu(j->d + lo, hi - lo);
+		relu_forward_serial(j->d + lo, hi - lo);
 }
 
 void relu_forward(float *x, size_t n)
@@ -44,7 +44,7 @@ void relu_forward(float *x, size_t n)
 	struct relu_job j = {x, NULL, n};
 
 	if (n < MIN_SPLIT)
-		relu(x, n);
+		relu_forward_serial(x, n);
 	else
 		parallel_run(relu_part, &j);
 }
@@ -54,7 +54,7 @@ void relu_backward(float *d, const float *y, size_t n)
 	struct relu_job j = {d, y, n};
 
 	if (n < MIN_SPLIT)
-		relu_grad(d, y, n);
+		relu_backward_serial(d, y, n);
 	else
 		parallel_run(relu_part, &j);
 }

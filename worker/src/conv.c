@@ -4,9 +4,9 @@
 #include <cblas.h>
 #include <string.h>
 
+#include "activation.h"
 #include "gemm.h"
 #include "parallel.h"
-#include "simd.h"
 
 /* A short copy (one output row, 26 floats for 28x28 input) kept inline: a
  * memcpy call per row costs more than the copy itself, so GCC must not turn
@@ -85,13 +85,6 @@ static void col2im(float *restrict din, const float *restrict dcols, int b0, int
 /* Bytes of columns and outputs one block of examples may occupy in cache. */
 #define BLOCK_BYTES ((size_t)256 * 1024)
 
-SIMD_CLONES
-static void relu_rows(float *restrict x, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		x[i] = x[i] > 0.0f ? x[i] : 0.0f;
-}
-
 struct forward_job {
 	float *out, *cols;
 	const float *in, *wb;
@@ -117,7 +110,7 @@ static void forward_part(void *ctx, int part, int parts)
 		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)rows, j->OC, K + 1, 1.0f,
 		            j->cols + r0, (int)M, j->wb, j->OC, 0.0f, out, j->OC);
 		if (j->relu)
-			relu_rows(out, rows * j->OC);
+			relu_forward_serial(out, rows * j->OC);
 	}
 }
 

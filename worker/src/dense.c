@@ -4,6 +4,7 @@
 #include <cblas.h>
 #include <string.h>
 
+#include "activation.h"
 #include "gemm.h"
 #include "parallel.h"
 #include "simd.h"
@@ -27,17 +28,6 @@ static void sum_rows(float *restrict db, const float *restrict dout, int B, int 
 	for (int r = 0; r < B; r++)
 		for (int j = 0; j < OUT; j++)
 			db[j] += dout[(size_t)r * OUT + j];
-}
-
-/* d[r][j] = x[r][j] > 0 ? d[r][j] : 0 over a (rows, cols) block of row
- * stride ld. */
-SIMD_CLONES
-static void mask_block(float *restrict d, const float *restrict x, int rows, int cols, int ld)
-{
-	for (int r = 0; r < rows; r++)
-		for (int j = 0; j < cols; j++)
-			d[(size_t)r * ld + j] =
-			    x[(size_t)r * ld + j] > 0.0f ? d[(size_t)r * ld + j] : 0.0f;
 }
 
 void dense_forward(float *out, const float *in, const float *w, const float *b, int B, int IN,
@@ -68,8 +58,9 @@ static void backward_part(void *arg, int part, int parts)
 			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, j->B, nc, j->OUT,
 			            1.0f, j->dout, j->OUT, j->w + c0, j->IN, 0.0f, j->din + c0,
 			            j->IN);
-			if (j->mask)
-				mask_block(j->din + c0, j->in + c0, j->B, nc, j->IN);
+			for (int r = 0; j->mask && r < j->B; r++)
+				relu_backward_serial(j->din + (size_t)r * j->IN + c0,
+				                     j->in + (size_t)r * j->IN + c0, (size_t)nc);
 		}
 		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, j->OUT, nc, j->B, 1.0f,
 		            j->dout, j->OUT, j->in + c0, j->IN, 0.0f, j->dw + c0, j->IN);
