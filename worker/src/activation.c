@@ -5,8 +5,6 @@
 #include "parallel.h"
 #include "simd.h"
 
-#define MIN_SPLIT 65536 /* elements; below this one thread is faster */
-
 SIMD_CLONES
 void relu_forward_serial(float *restrict x, size_t n)
 {
@@ -43,7 +41,7 @@ void relu_forward(float *x, size_t n)
 {
 	struct relu_job j = {x, NULL, n};
 
-	if (n < MIN_SPLIT)
+	if (n < PARALLEL_MIN_ELEMS)
 		relu_forward_serial(x, n);
 	else
 		parallel_run(relu_part, &j);
@@ -53,7 +51,7 @@ void relu_backward(float *d, const float *y, size_t n)
 {
 	struct relu_job j = {d, y, n};
 
-	if (n < MIN_SPLIT)
+	if (n < PARALLEL_MIN_ELEMS)
 		relu_backward_serial(d, y, n);
 	else
 		parallel_run(relu_part, &j);

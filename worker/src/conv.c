@@ -25,7 +25,7 @@ NO_LIBCALLS static inline void copy_run(float *restrict d, const float *restrict
 
 /* cols (KH*KW*C, B*OH*OW): row (kh, kw, c) holds, for every output pixel, the
  * input value under that kernel tap. For C == 1 each output row is one
- * contiguous run of the input row, so the copy is a memcpy. */
+ * contiguous run of the input row, copied with copy_run. */
 NO_LIBCALLS static void im2col(float *restrict cols, const float *restrict in, int b0, int b1,
                                int B, int H, int W, int C, int KH, int KW)
 {

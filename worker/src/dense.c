@@ -82,8 +82,8 @@ void dense_backward(float *dw, float *db, float *din, const float *dout, const f
 	    dw,    din, dout, in, w, B, IN, OUT, mask_by_input, block < 16 ? 16 : block,
 	    ready, ctx, base};
 
-	if (2.0 * B * IN * OUT < (1 << 20))
-		backward_part(&j, 0, 1); /* too small to share */
+	if (2.0 * 2.0 * B * IN * OUT < PARALLEL_MIN_FLOPS)
+		backward_part(&j, 0, 1); /* two products, too small to share */
 	else
 		parallel_run(backward_part, &j);
 	sum_rows(db, dout, B, OUT);

@@ -7,9 +7,8 @@
 #include "parallel.h"
 #include "simd.h"
 
-#define MIN_SPLIT_FLOPS (1 << 22) /* below this, sharing costs more than it saves */
-#define KSPLIT_MAX_MN   (1 << 16) /* partial products per thread, in floats */
-#define ALIGN           16        /* block boundaries on cache lines of floats */
+#define KSPLIT_MAX_MN (1 << 16) /* partial products per thread, in floats */
+#define ALIGN         16        /* block boundaries on cache lines of floats */
 /* A product with a tiny output and a long K (a convolution's weight
  * gradient: 10 x 32 over 43264) runs about twice as fast in K blocks of
  * this size, accumulated, as in one call, where OpenBLAS' panels spill out
@@ -94,7 +93,7 @@ void gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int 
 	struct job j = {ta, tb, M, N, K, lda, ldb, ldc, alpha, beta, A, B, C, 'm'};
 	double flops = 2.0 * M * N * K;
 
-	if (threads == 1 || flops < MIN_SPLIT_FLOPS) {
+	if (threads == 1 || flops < PARALLEL_MIN_FLOPS) {
 		sgemm(&j, M, N, K, A, B, beta, C, ldc);
 		return;
 	}

@@ -181,11 +181,10 @@ struct model *model_new(const char *name, int in_h, int in_w, int in_c, int clas
 	}
 	m->arch_hash = fnv1a64(m->desc);
 	m->nacts = carve_acts(m, NULL);
-	if ((2.0 * (double)m->nparams + (double)m->nacts) * sizeof(float) >
-	    (double)MODEL_MAX_BYTES) {
+	double bytes = (2.0 * (double)m->nparams + (double)m->nacts) * sizeof(float);
+	if (bytes > (double)MODEL_MAX_BYTES) {
 		err_set(err, "model '%s' on %dx%dx%d inputs at batch %d needs %.1f GiB, over %.0f",
-		        name, in_h, in_w, in_c, max_batch,
-		        (2.0 * (double)m->nparams + (double)m->nacts) * sizeof(float) / (1 << 30),
+		        name, in_h, in_w, in_c, max_batch, bytes / (1 << 30),
 		        (double)MODEL_MAX_BYTES / (1 << 30));
 		free(m);
 		return NULL;

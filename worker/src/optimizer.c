@@ -10,8 +10,6 @@
 #include "simd.h"
 #include "tensor_mem.h"
 
-#define MIN_SPLIT 65536 /* parameters; below this one thread is faster */
-
 int optimizer_parse(const char *name, enum optimizer_kind *out)
 {
 	if (strcmp(name, "sgd") == 0)
@@ -136,7 +134,7 @@ void optimizer_step(struct optimizer *o, float *params, const float *grads)
 	struct step_job j = {o, params, grads};
 
 	optimizer_begin_step(o);
-	if (o->n < MIN_SPLIT)
+	if (o->n < PARALLEL_MIN_ELEMS)
 		optimizer_apply(o, params, grads, 0, o->n);
 	else
 		parallel_run(step_part, &j);

@@ -15,6 +15,11 @@
 #include <stddef.h>
 
 #define PARALLEL_MAX_THREADS 64
+/* Below these sizes, sharing work costs more than it saves: a product of
+ * fewer floating-point operations, or an element-wise loop over fewer
+ * elements, runs on the calling thread. */
+#define PARALLEL_MIN_FLOPS (1 << 22)
+#define PARALLEL_MIN_ELEMS 65536
 
 typedef void (*parallel_fn)(void *ctx, int part, int parts);
 
