@@ -1,7 +1,6 @@
 /* evaluate.c - Model.evaluate over a saved model. */
 #include "evaluate.h"
 
-#include <cblas.h>
 #include <stdlib.h>
 
 #include "err.h"
@@ -19,7 +18,6 @@ int evaluate_run(const struct eval_config *cfg, FILE *out, char *err)
 	struct progress p;
 	int rc = -1;
 
-	openblas_set_num_threads(1);
 	if (parallel_init(cfg->threads, err) < 0)
 		return -1;
 	m = model_file_load(cfg->model_dir, cfg->batch_size, err);

@@ -8,6 +8,7 @@
  */
 #include "parallel.h"
 
+#include <cblas.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -87,6 +88,9 @@ int parallel_init(int threads, char *err)
 		return err_set(err, "thread count %d out of range [1, %d]", threads,
 		               PARALLEL_MAX_THREADS);
 	parallel_shutdown();
+	/* OpenBLAS runs each product on the thread that asks; the pool
+	 * decides how products are shared (gemm.h). */
+	openblas_set_num_threads(1);
 	pthread_mutex_init(&pool.lock, NULL);
 	pthread_cond_init(&pool.wake, NULL);
 	atomic_store(&pool.stop, 0);

@@ -23,7 +23,8 @@
 
 typedef void (*parallel_fn)(void *ctx, int part, int parts);
 
-/* Starts threads - 1 pool threads (threads in [1, PARALLEL_MAX_THREADS]).
+/* Starts threads - 1 pool threads (threads in [1, PARALLEL_MAX_THREADS])
+ * and sets OpenBLAS to one thread, so that each part runs one product.
  * Returns 0, or -1 with a message in err. Not thread-safe; call at start. */
 int parallel_init(int threads, char *err);
 

@@ -1,7 +1,6 @@
 /* trainer.c - the training loop: data stream, step, metrics, model output. */
 #include "trainer.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,9 +158,6 @@ int trainer_fit(const struct train_config *cfg, FILE *out, struct train_result *
 	uint64_t global_step = 0;
 	int rc = -1;
 
-	/* OpenBLAS runs each product on the thread that asks; the compute
-	 * pool decides how products are shared (gemm.h). */
-	openblas_set_num_threads(1);
 	if (parallel_init(cfg->threads, err) < 0)
 		goto out;
 	if (run_setup(&r, cfg, err) < 0)
