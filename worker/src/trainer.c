@@ -164,9 +164,10 @@ int trainer_fit(const struct train_config *cfg, FILE *out, struct train_result *
 		goto out;
 	if (!cfg->model_dir[0])
 		log_warn("no --model-dir (or MWJ_MODEL_DIR): the trained model will not be saved");
+	/* One pass by default: the batches evaluation would take over the set. */
 	long steps = cfg->steps_per_epoch
 	                 ? cfg->steps_per_epoch
-	                 : ((long)r.train.n + cfg->batch_size - 1) / cfg->batch_size;
+	                 : trainer_eval_steps(&r.train, cfg->batch_size, VALIDATION_ALL);
 	progress_init(&p, out, cfg->json, cfg->log_every, cfg->batch_size);
 	for (int epoch = 1; epoch <= cfg->epochs; epoch++) {
 		struct metrics sums = {0}, val = {0};
