@@ -18,7 +18,7 @@ SANFLAGS :=
 endif
 
 CC ?= cc
-PKGS := openblas libcjson zlib
+PKGS := openblas libcjson zlib libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS := $(shell pkg-config --libs $(PKGS))
 
@@ -44,7 +44,12 @@ COMMON_TESTS := $(patsubst common/tests/%.c,$(BIN)/common_%,$(wildcard common/te
 WORKER_TESTS := $(patsubst worker/tests/%.c,$(BIN)/worker_%,$(wildcard worker/tests/test_*.c))
 WORKER_TEST_UTIL := $(OBJ)/worker/tests/testutil.o
 TESTS := $(COMMON_TESTS) $(WORKER_TESTS)
-BENCHES := $(patsubst bench/%.c,$(BIN)/%,$(wildcard bench/*.c))
+BENCHES := $(patsubst bench/%.c,$(BIN)/%,$(wildcard bench/bench_*.c))
+# The OpenMPI baseline, built only where mpicc is installed (install-deps does).
+MPICC := $(shell command -v mpicc 2>/dev/null)
+ifneq ($(MPICC),)
+BENCHES += $(BIN)/mpi_allreduce
+endif
 WORKER_BIN := $(BIN)/mwj-worker
 
 .PHONY: all test bench demo lint clean
@@ -77,6 +82,10 @@ $(BIN)/worker_%: $(OBJ)/worker/tests/%.o $(WORKER_TEST_UTIL) $(WORKER_LIB) $(COM
 $(BIN)/bench_%: $(OBJ)/bench/bench_%.o $(WORKER_LIB) $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) $^ $(LIBS) -o $@
+
+$(BIN)/mpi_allreduce: bench/mpi_allreduce.c
+	@mkdir -p $(@D)
+	$(MPICC) -O2 -std=c17 -D_GNU_SOURCE $(WARN) $< -o $@
 
 # Tests find the real data and the built binary through the environment.
 MWJ_TEST_DATA ?= /usr/share/datasets/fashion-mnist

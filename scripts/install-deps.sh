@@ -22,12 +22,14 @@ packages=(
 	libopenblas-dev  # every GEMM on the CPU
 	libcjson-dev     # all JSON
 	zlib1g-dev       # gzip IDX data
+	libssl-dev       # SHA-256 of weights (libcrypto)
 	libcmocka-dev    # C unit tests
 	dataset-fashion-mnist # real IDX data for the demo, tests and benchmarks
 	clang-format clang-tidy # make lint
 )
 if [ "$bench" = 1 ]; then
-	packages+=(python3 python3-numpy python3-torch) # bench/torch_train.py
+	packages+=(python3 python3-numpy python3-torch) # bench/torch_*.py
+	packages+=(openmpi-bin libopenmpi-dev)          # bench/mpi_allreduce.c
 fi
 
 missing=()

@@ -29,6 +29,8 @@ enum flag_id {
 	F_LOG_FORMAT,
 	F_LOG_LEVEL,
 	F_LOG_EVERY,
+	F_RENDEZVOUS_TIMEOUT,
+	F_COLLECTIVE_TIMEOUT,
 	F_HELP,
 };
 
@@ -61,6 +63,10 @@ static const struct flag TRAIN_FLAGS[] = {
      "debug, info, warn or error (default: $MWJ_LOG_LEVEL or info)"},
     {"log-every", F_LOG_EVERY, "N",
      "also print progress every N steps when not on a terminal (default: 0, per epoch only)"},
+    {"rendezvous-timeout", F_RENDEZVOUS_TIMEOUT, "SECONDS",
+     "how long to wait for the other workers before exiting 75 (default: 300)"},
+    {"collective-timeout", F_COLLECTIVE_TIMEOUT, "SECONDS",
+     "a collective making no progress this long means a lost peer: exit 75 (default: 60)"},
     {"help", F_HELP, NULL, "print this help and exit"},
 };
 
@@ -159,6 +165,8 @@ static void defaults(struct cli *c)
 	t->optimizer = OPT_SGD;
 	t->seed = 42;
 	t->threads = cli_default_threads();
+	t->rendezvous_timeout = 300;
+	t->collective_timeout = 60;
 	snprintf(t->data_dir, sizeof(t->data_dir), "%s", CLI_DEFAULT_DATA_DIR);
 	env = getenv("MWJ_DATA_DIR");
 	if (env && env[0] && strlen(env) < TRAIN_PATH_LEN)
@@ -172,7 +180,9 @@ static void defaults(struct cli *c)
 	c->eval.batch_size = 64;
 	c->eval.threads = t->threads;
 	c->log_level = LOG_INFO;
+	c->log_level_set = 0;
 	c->log_format = LOG_TEXT;
+	memset(&c->cluster, 0, sizeof(c->cluster));
 }
 
 static int apply_env(struct cli *c, char *err)
@@ -184,6 +194,12 @@ static int apply_env(struct cli *c, char *err)
 	env = getenv("MWJ_LOG_LEVEL");
 	if (env && env[0] && log_parse_level(env, &c->log_level) < 0)
 		return err_set(err, "MWJ_LOG_LEVEL: '%s' is not debug, info, warn or error", env);
+	c->log_level_set = env && env[0];
+	env = getenv("MWJ_JOB_NAME");
+	if (env && strlen(env) >= sizeof(c->train.job_name))
+		return err_set(err, "MWJ_JOB_NAME: longer than %zu characters",
+		               sizeof(c->train.job_name) - 1);
+	snprintf(c->train.job_name, sizeof(c->train.job_name), "%s", env ? env : "");
 	return 0;
 }
 
@@ -246,12 +262,17 @@ static int apply_flag(struct cli *c, enum flag_id id, const char *arg, char *err
 	case F_LOG_LEVEL:
 		if (log_parse_level(arg, &c->log_level) < 0)
 			return err_set(err, "'%s' is not debug, info, warn or error", arg);
+		c->log_level_set = 1;
 		return 0;
 	case F_LOG_EVERY:
 		if (parse_i64(arg, 0, 1000000000, &v, err) < 0)
 			return -1;
 		t->log_every = (long)v;
 		return 0;
+	case F_RENDEZVOUS_TIMEOUT:
+		return parse_int(arg, 1, 86400, &t->rendezvous_timeout, err);
+	case F_COLLECTIVE_TIMEOUT:
+		return parse_int(arg, 1, 86400, &t->collective_timeout, err);
 	case F_HELP:
 		break;
 	}
@@ -354,7 +375,23 @@ int cli_parse(struct cli *c, int argc, char **argv, FILE *out, char *err)
 	if (rc != 0)
 		return rc;
 	c->train.json = c->eval.json = c->log_format == LOG_JSON;
-	return validate(c, err);
+	if (validate(c, err) < 0)
+		return -1;
+	if (c->cmd == CLI_TRAIN) {
+		if (tf_config_from_env(&c->cluster, err) < 0)
+			return -1;
+		c->train.cluster = &c->cluster;
+		/* Workers other than the chief repeat what the chief says. */
+		if (c->cluster.rank != 0 && !c->log_level_set && c->log_level < LOG_WARN)
+			c->log_level = LOG_WARN;
+	}
+	return 0;
+}
+
+void cli_release(struct cli *c)
+{
+	if (c)
+		tf_config_release(&c->cluster);
 }
 
 void cli_log_config(const struct cli *c)
@@ -378,4 +415,10 @@ void cli_log_config(const struct cli *c)
 	         t->model, t->epochs, steps, t->batch_size, t->learning_rate,
 	         optimizer_name(t->optimizer), t->momentum, t->seed, t->data_dir, val, t->model_dir,
 	         t->threads, t->log_every);
+	if (c->cluster.world > 1)
+		log_info("config: world=%d rank=%d task=%s:%d job='%s' rendezvous_timeout=%ds "
+		         "collective_timeout=%ds",
+		         c->cluster.world, c->cluster.rank, c->cluster.task_type,
+		         c->cluster.task_index, t->job_name, t->rendezvous_timeout,
+		         t->collective_timeout);
 }

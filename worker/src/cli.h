@@ -1,7 +1,8 @@
 /* cli.h - the mwj-worker command line: subcommand, flags, environment.
  *
  * Precedence: defaults, then the environment (MWJ_DATA_DIR, MWJ_MODEL_DIR,
- * MWJ_LOG_FORMAT, MWJ_LOG_LEVEL), then flags; one validation pass at the end.
+ * MWJ_LOG_FORMAT, MWJ_LOG_LEVEL, MWJ_JOB_NAME), then flags; one validation
+ * pass at the end. train also reads the cluster from TF_CONFIG.
  * Every flag lives in one table per command that also prints --help.
  */
 #ifndef MWJ_CLI_H
@@ -29,13 +30,18 @@ struct cli {
 	struct train_config train;
 	struct eval_config eval;
 	enum log_level log_level;
+	int log_level_set; /* by flag or environment: not lowered for non-chiefs */
 	enum log_format log_format;
+	struct tf_config cluster; /* train: from TF_CONFIG; world 1 without it */
 };
 
 /* Parses argv into c. Returns 0 when there is a command to run; 1 when help
  * or the version was printed on out and the process should exit 0; -1 with a
- * message in err on bad usage (exit 1). */
+ * message in err on bad usage or a bad TF_CONFIG (exit 1). c->train.cluster
+ * points into c. Workers other than the chief log warnings and errors only,
+ * unless a level was asked for. cli_release frees what c holds. */
 int cli_parse(struct cli *c, int argc, char **argv, FILE *out, char *err);
+void cli_release(struct cli *c);
 
 /* Logs the effective configuration, once, at start. */
 void cli_log_config(const struct cli *c);

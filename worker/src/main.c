@@ -7,9 +7,13 @@
 #include "log.h"
 #include "trainer.h"
 
+/* The exit status for a failure that a restart can fix (sysexits' EX_TEMPFAIL):
+ * the operator restarts the worker. */
+#define EXIT_RETRYABLE 75
+
 int main(int argc, char **argv)
 {
-	struct cli c;
+	static struct cli c;
 	char err[ERR_LEN] = "";
 	int rc;
 
@@ -18,6 +22,7 @@ int main(int argc, char **argv)
 		return 0;
 	if (rc < 0) {
 		fprintf(stderr, "mwj-worker: %s\n", err);
+		cli_release(&c);
 		return 1;
 	}
 	log_set_level(c.log_level);
@@ -27,9 +32,10 @@ int main(int argc, char **argv)
 		rc = trainer_fit(&c.train, stdout, NULL, err);
 	else
 		rc = evaluate_run(&c.eval, stdout, err);
+	cli_release(&c);
 	if (rc < 0) {
 		log_error("%s", err);
-		return 1;
+		return rc == TRAIN_RETRYABLE ? EXIT_RETRYABLE : 1;
 	}
 	return 0;
 }

@@ -10,6 +10,7 @@
 #include "conv.h"
 #include "dense.h"
 #include "err.h"
+#include "hash.h"
 #include "pool.h"
 #include "rng.h"
 #include "tensor_mem.h"
@@ -47,18 +48,6 @@ static const struct model_spec MODEL_SPECS[] = {
 const char *model_names(void)
 {
 	return "cnn, cnn-pool";
-}
-
-/* FNV-1a: a stable 64-bit fingerprint of the architecture string. */
-static uint64_t fnv1a64(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ull;
-	}
-	return h;
 }
 
 /* Fills shapes and parameter slices from the spec; -1 if the input is too
@@ -179,7 +168,7 @@ struct model *model_new(const char *name, int in_h, int in_w, int in_c, int clas
 		free(m);
 		return NULL;
 	}
-	m->arch_hash = fnv1a64(m->desc);
+	m->arch_hash = hash_fnv1a64(HASH_FNV1A64_INIT, m->desc, strlen(m->desc));
 	m->nacts = carve_acts(m, NULL);
 	double bytes = (2.0 * (double)m->nparams + (double)m->nacts) * sizeof(float);
 	if (bytes > (double)MODEL_MAX_BYTES) {

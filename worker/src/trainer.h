@@ -9,9 +9,14 @@
 #include "metrics.h"
 #include "model.h"
 #include "optimizer.h"
+#include "tf_config.h"
 
 #define TRAIN_PATH_LEN 4096
 #define VALIDATION_ALL (-1L)
+/* trainer_fit's failure that a restart can fix: a peer lost, a rendezvous
+ * or collective time-out (exit 75). -1 is permanent (exit 1). */
+#define TRAIN_RETRYABLE    (-2)
+#define TRAIN_JOB_NAME_LEN 256
 
 struct train_config {
 	char model[32];
@@ -28,6 +33,12 @@ struct train_config {
 	int threads;
 	int json;       /* JSON lines on stdout instead of the progress bar */
 	long log_every; /* steps between periodic progress lines, 0 = none */
+	/* Multi-worker: the cluster (NULL or world 1: train alone), the job's
+	 * name for the handshake, and time-outs in seconds. */
+	const struct tf_config *cluster;
+	char job_name[TRAIN_JOB_NAME_LEN];
+	int rendezvous_timeout;
+	int collective_timeout;
 };
 
 /* What a finished run reports: the last epoch's training metrics and, if
@@ -39,17 +50,26 @@ struct train_result {
 };
 
 /* Trains as configured, printing progress on out, and writes the model to
- * model_dir. result may be NULL. Returns 0, or -1 with a message in err (bad
- * data, a loss that is no longer finite, a failed save). */
+ * model_dir. With a cluster of several workers, each trains on its shard of
+ * every global batch (batch_size per worker), gradients and metrics are
+ * summed across workers every step, only the chief (rank 0) prints progress
+ * and saves, and every worker ends with the same weights. result may be
+ * NULL; its metrics are global. Returns 0; -1 with a message in err for
+ * permanent failures (bad data, a loss that is no longer finite, a failed
+ * save, a peer that refused this worker's configuration); TRAIN_RETRYABLE
+ * with a message when a peer was lost or a time-out passed. */
 int trainer_fit(const struct train_config *cfg, FILE *out, struct train_result *result, char *err);
 
-/* Runs the model over steps batches of ds in file order (VALIDATION_ALL: the
- * whole split, the last batch partial) and returns the loss and accuracy sums.
- * x and y are scratch for max_batch examples. */
+/* Runs the model over steps global batches of ds in file order
+ * (VALIDATION_ALL: the whole split, the last batch partial) and returns this
+ * worker's loss and accuracy sums: of each global batch of batch * world
+ * examples, rank takes the batch at rank * batch, so the sums of all ranks
+ * cover every example once. x and y are scratch for batch examples. */
 struct metrics trainer_evaluate(struct model *m, const struct dataset *ds, int batch, long steps,
-                                float *x, uint8_t *y);
+                                int rank, int world, float *x, uint8_t *y);
 
-/* Returns the number of batches trainer_evaluate runs for steps. */
-long trainer_eval_steps(const struct dataset *ds, int batch, long steps);
+/* Returns the number of global batches of global_batch examples that
+ * trainer_evaluate runs for steps. */
+long trainer_eval_steps(const struct dataset *ds, long global_batch, long steps);
 
 #endif

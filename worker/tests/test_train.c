@@ -152,7 +152,7 @@ static void test_one_epoch_reaches_test_accuracy_above_0_80(void **state)
 	assert_int_equal(dataset_load(&test, testutil_data_dir(), "t10k", err), 0);
 	float *x = calloc(100 * 784, sizeof(float));
 	uint8_t y[100];
-	struct metrics e = trainer_evaluate(m, &test, 100, VALIDATION_ALL, x, y);
+	struct metrics e = trainer_evaluate(m, &test, 100, VALIDATION_ALL, 0, 1, x, y);
 	assert_true(e.count == 10000);
 	assert_true(metrics_accuracy(&e) > 0.80);
 	/* The reloaded model predicts exactly what the trained one did. */

@@ -1,0 +1,66 @@
+/* comm.c - the communicator interface and the local (one worker) backend. */
+#include "comm.h"
+
+#include <string.h>
+
+static int local_allreduce(struct comm *c, float *base, const struct grad_slice *pieces,
+                           int npieces, char *err)
+{
+	(void)c, (void)base, (void)pieces, (void)npieces, (void)err;
+	return 0;
+}
+
+static int local_allreduce_f64(struct comm *c, double *v, size_t n, char *err)
+{
+	(void)c, (void)v, (void)n, (void)err;
+	return 0;
+}
+
+static int local_broadcast(struct comm *c, void *buf, size_t bytes, int root, char *err)
+{
+	(void)c, (void)buf, (void)bytes, (void)root, (void)err;
+	return 0;
+}
+
+static void local_release(struct comm *c)
+{
+	(void)c;
+}
+
+static const struct comm_ops LOCAL_OPS = {
+    "local", local_allreduce, local_allreduce_f64, local_broadcast, local_release,
+};
+
+void comm_init_local(struct comm *c)
+{
+	*c = (struct comm){&LOCAL_OPS, 1, 0, NULL};
+}
+
+void comm_release(struct comm *c)
+{
+	if (c && c->ops)
+		c->ops->release(c);
+	if (c)
+		memset(c, 0, sizeof(*c));
+}
+
+int comm_allreduce(struct comm *c, float *base, const struct grad_slice *pieces, int npieces,
+                   char *err)
+{
+	return c->ops->allreduce(c, base, pieces, npieces, err);
+}
+
+int comm_allreduce_f64(struct comm *c, double *v, size_t n, char *err)
+{
+	return c->ops->allreduce_f64(c, v, n, err);
+}
+
+int comm_broadcast(struct comm *c, void *buf, size_t bytes, int root, char *err)
+{
+	return c->ops->broadcast(c, buf, bytes, root, err);
+}
+
+const char *comm_name(const struct comm *c)
+{
+	return c->ops ? c->ops->name : "none";
+}

@@ -1,0 +1,59 @@
+/* comm.h - the communicator: the collectives a synchronous data-parallel
+ * trainer needs, behind one interface, so that the training loop does not
+ * know how they are carried out.
+ *
+ * Backends:
+ *   local  one worker: a sum over one rank is the identity;
+ *   ring   TCP ring (ring.h), joined through rendezvous.h, for CPUs;
+ *   nccl   (later) the same collectives on GPU buffers.
+ *
+ * Every rank must issue the same collectives in the same order with the same
+ * lengths, from one thread at a time. Failures of a networked backend are
+ * retryable (a peer lost or timed out): the caller exits 75 so that the
+ * operator restarts the worker.
+ */
+#ifndef MWJ_COMM_H
+#define MWJ_COMM_H
+
+#include <stddef.h>
+
+#include "grad_slice.h"
+
+struct comm;
+
+struct comm_ops {
+	const char *name;
+	int (*allreduce)(struct comm *c, float *base, const struct grad_slice *pieces, int npieces,
+	                 char *err);
+	int (*allreduce_f64)(struct comm *c, double *v, size_t n, char *err);
+	int (*broadcast)(struct comm *c, void *buf, size_t bytes, int root, char *err);
+	void (*release)(struct comm *c);
+};
+
+struct comm {
+	const struct comm_ops *ops;
+	int world, rank;
+	void *impl; /* the backend's state */
+};
+
+/* A communicator for a world of one. */
+void comm_init_local(struct comm *c);
+
+/* Releases the backend (closing its connections); accepts a zeroed struct. */
+void comm_release(struct comm *c);
+
+/* Collectives, each returning 0 or -1 with a message in err.
+ * comm_allreduce: sums the float vector made of pieces of base (rows of
+ * cols at base + off + row * stride) across all ranks, in place. Every rank
+ * gets bitwise-identical sums.
+ * comm_allreduce_f64: sums n doubles in place.
+ * comm_broadcast: copies bytes of buf from rank root to all others. */
+int comm_allreduce(struct comm *c, float *base, const struct grad_slice *pieces, int npieces,
+                   char *err);
+int comm_allreduce_f64(struct comm *c, double *v, size_t n, char *err);
+int comm_broadcast(struct comm *c, void *buf, size_t bytes, int root, char *err);
+
+/* The backend's name: "local" or "ring". */
+const char *comm_name(const struct comm *c);
+
+#endif
