@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_stats.h"
 #include "err.h"
 #include "net.h"
 #include "parse.h"
@@ -30,28 +31,17 @@
 
 #define MAX_RANKS 16
 #define CNN_GRAD  2770634 /* floats in the cnn model's gradient */
-#define REPS      15
+#define REPS      9
 
 static const size_t SIZES[] = {4096,    16384,   65536,    262144,
                                1 << 20, 4 << 20, 16 << 20, CNN_GRAD * sizeof(float)};
 
-static int port_of(int fd)
+static double now_ms(void)
 {
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
+	struct timespec ts;
 
-	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
-		die("getsockname failed");
-	if (ss.ss_family == AF_INET6)
-		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-	return ntohs(((struct sockaddr_in *)&ss)->sin_port);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
 /* Times one size: REPS samples, each the mean of enough calls to last
@@ -61,15 +51,14 @@ static double time_size(struct ring *r, float *buf, size_t n, double min_ms, cha
 {
 	struct grad_slice whole = {0, 1, n, n};
 	double samples[REPS], calls = 1;
-	long long t0;
 
 	for (int w = 0; w < 3; w++)
 		if (ring_allreduce(r, buf, &whole, 1, err) < 0)
 			return -1;
-	t0 = net_now_ms();
+	double t0 = now_ms();
 	if (ring_allreduce(r, buf, &whole, 1, err) < 0)
 		return -1;
-	double one = (double)(net_now_ms() - t0) + 0.01;
+	double one = now_ms() - t0 + 1e-3;
 	calls = r->rank == 0 ? (min_ms / one > 1 ? (double)(long)(min_ms / one) : 1) : 0;
 	if (ring_allreduce_f64(r, &calls, 1, err) < 0)
 		return -1;
@@ -84,24 +73,17 @@ static double time_size(struct ring *r, float *buf, size_t n, double min_ms, cha
 		    ((double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) * 1e-6) /
 		    calls;
 	}
-	qsort(samples, REPS, sizeof(double), cmp_double);
-	return samples[REPS / 2];
+	return bench_median(samples, REPS);
 }
 
 static int rank_main(int world, int rank, int lfd, const int *ports, double min_ms)
 {
-	char json[4096], err[ERR_LEN];
+	char err[ERR_LEN];
 	struct tf_config tc = {0};
 	struct ring r;
-	int len, next, prev;
+	int next, prev;
 
-	len = snprintf(json, sizeof(json), "{\"cluster\":{\"worker\":[");
-	for (int k = 0; k < world; k++)
-		len += snprintf(json + len, sizeof(json) - (size_t)len, "%s\"127.0.0.1:%d\"",
-		                k ? "," : "", ports[k]);
-	snprintf(json + len, sizeof(json) - (size_t)len,
-	         "]},\"task\":{\"type\":\"worker\",\"index\":%d}}", rank);
-	if (tf_config_parse(&tc, json, strlen(json), err) < 0)
+	if (tf_config_loopback(&tc, ports, world, rank, err) < 0)
 		die("%s", err);
 	struct hello me = {
 	    RENDEZVOUS_PROTOCOL, (uint32_t)world, (uint32_t)rank, 1, 2, 3, 64, 0, 1, 0, 0.001, 0.0};
@@ -153,7 +135,7 @@ int main(int argc, char **argv)
 		lfds[r] = net_listen(0, err);
 		if (lfds[r] < 0)
 			die("%s", err);
-		ports[r] = port_of(lfds[r]);
+		ports[r] = net_local_port(lfds[r]);
 	}
 	fflush(stdout);
 	for (int r = 0; r < world; r++) {

@@ -6,18 +6,30 @@
  * the cblas_sgemm rate on a 2048x2048 square product measured in the same
  * process at the same thread count.
  *
- * usage: bench_train [--steps N] [--model NAME] [--threads N]
+ * With --workers N (N > 1) it trains data-parallel instead: N processes on
+ * 127.0.0.1, each with its own TF_CONFIG and --threads threads, at batch 64
+ * per worker, as N mwj-worker pods would; the line gives the global
+ * samples/s (all workers' examples).
+ *
+ * usage: bench_train [--steps N] [--model NAME] [--threads N] [--workers N]
  */
+#include <arpa/inet.h>
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "err.h"
 #include "log.h"
 #include "parse.h"
 #include "progress.h"
+#include "tf_config.h"
 #include "trainer.h"
+
+#define MAX_WORKERS 8
 
 #define SQUARE 2048
 
@@ -48,45 +60,138 @@ static double sgemm_gflops(int threads)
 	return best;
 }
 
+static void fill_config(struct train_config *c, const char *model, int threads, long steps,
+                        int batch)
+{
+	const char *data = getenv("MWJ_TEST_DATA");
+
+	memset(c, 0, sizeof(*c));
+	snprintf(c->model, sizeof(c->model), "%s", model);
+	c->epochs = 2; /* the first warms caches, page tables and thread pools */
+	c->steps_per_epoch = steps;
+	c->batch_size = batch;
+	c->learning_rate = 0.001;
+	c->optimizer = OPT_SGD;
+	c->seed = 42;
+	c->threads = threads;
+	c->json = 1;
+	c->rendezvous_timeout = 60;
+	c->collective_timeout = 60;
+	snprintf(c->data_dir, sizeof(c->data_dir), "%s",
+	         data && data[0] ? data : "/usr/share/datasets/fashion-mnist");
+}
+
+static void print_result(const char *model, int threads, int workers, long steps, int batch,
+                         const struct train_result *r)
+{
+	char err[ERR_LEN];
+	struct model *m = model_new(model, 28, 28, 1, 10, batch, err);
+	double flops = model_step_gemm_flops(m, batch);
+	double ms = r->seconds * 1e3 / (double)steps;
+
+	model_free(m);
+	if (workers > 1) {
+		printf("{\"bench\":\"train\",\"impl\":\"mwj\",\"model\":\"%s\",\"workers\":%d,"
+		       "\"batch_per_worker\":%d,\"threads_per_worker\":%d,\"optimizer\":\"sgd\","
+		       "\"steps\":%ld,\"global_samples_per_s\":%.1f,\"ms_per_step\":%.3f}\n",
+		       model, workers, batch, threads, steps,
+		       (double)batch * workers * steps / r->seconds, ms);
+		fflush(stdout);
+		return;
+	}
+	printf(
+	    "{\"bench\":\"train\",\"impl\":\"mwj\",\"model\":\"%s\",\"batch\":%d,\"threads\":%d,"
+	    "\"optimizer\":\"sgd\",\"steps\":%ld,\"samples_per_s\":%.1f,\"ms_per_step\":%.3f,"
+	    "\"gemm_gflop_per_step\":%.4f,\"achieved_gflops\":%.1f,\"sgemm_square_gflops\":%.1f}\n",
+	    model, batch, threads, steps, batch * steps / r->seconds, ms, flops / 1e9,
+	    flops / (ms * 1e-3) / 1e9, sgemm_gflops(threads));
+	fflush(stdout);
+}
+
 static int bench_one(const char *model, int threads, long steps, int batch)
 {
 	struct train_config c;
 	struct train_result r;
 	char err[ERR_LEN];
 	FILE *devnull = fopen("/dev/null", "w");
-	const char *data = getenv("MWJ_TEST_DATA");
-	struct model *m;
 
-	memset(&c, 0, sizeof(c));
-	snprintf(c.model, sizeof(c.model), "%s", model);
-	c.epochs = 2; /* the first warms caches, page tables and thread pools */
-	c.steps_per_epoch = steps;
-	c.batch_size = batch;
-	c.learning_rate = 0.001;
-	c.optimizer = OPT_SGD;
-	c.seed = 42;
-	c.threads = threads;
-	c.json = 1;
-	snprintf(c.data_dir, sizeof(c.data_dir), "%s",
-	         data && data[0] ? data : "/usr/share/datasets/fashion-mnist");
+	fill_config(&c, model, threads, steps, batch);
 	if (trainer_fit(&c, devnull, &r, err) < 0) {
 		fprintf(stderr, "bench_train: %s\n", err);
 		fclose(devnull);
 		return -1;
 	}
 	fclose(devnull);
-	m = model_new(model, 28, 28, 1, 10, batch, err);
-	double flops = model_step_gemm_flops(m, batch);
-	model_free(m);
-	double ms = r.seconds * 1e3 / (double)steps;
-	printf(
-	    "{\"bench\":\"train\",\"impl\":\"mwj\",\"model\":\"%s\",\"batch\":%d,\"threads\":%d,"
-	    "\"optimizer\":\"sgd\",\"steps\":%ld,\"samples_per_s\":%.1f,\"ms_per_step\":%.3f,"
-	    "\"gemm_gflop_per_step\":%.4f,\"achieved_gflops\":%.1f,\"sgemm_square_gflops\":%.1f}\n",
-	    model, batch, threads, steps, batch * steps / r.seconds, ms, flops / 1e9,
-	    flops / (ms * 1e-3) / 1e9, sgemm_gflops(threads));
-	fflush(stdout);
+	print_result(model, threads, 1, steps, batch, &r);
 	return 0;
+}
+
+/* Free loopback ports, all bound at once so that they differ. */
+static void free_ports(int *ports, int n)
+{
+	int fds[MAX_WORKERS];
+
+	for (int i = 0; i < n; i++) {
+		struct sockaddr_in a = {0};
+		socklen_t len = sizeof(a);
+		a.sin_family = AF_INET;
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+		if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&a, sizeof(a)) < 0 ||
+		    getsockname(fds[i], (struct sockaddr *)&a, &len) < 0)
+			die("cannot find a free port");
+		ports[i] = ntohs(a.sin_port);
+	}
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+}
+
+/* One worker process of a data-parallel run. */
+static int worker_main(const char *model, int threads, int workers, int rank, const int *ports,
+                       long steps, int batch)
+{
+	char err[ERR_LEN];
+	struct tf_config tc = {0};
+	struct train_config c;
+	struct train_result r;
+	FILE *devnull = fopen("/dev/null", "w");
+
+	if (tf_config_loopback(&tc, ports, workers, rank, err) < 0)
+		die("%s", err);
+	fill_config(&c, model, threads, steps, batch);
+	c.cluster = &tc;
+
+	if (trainer_fit(&c, devnull, &r, err) < 0) {
+		fprintf(stderr, "bench_train: rank %d: %s\n", rank, err);
+		return 1;
+	}
+	if (rank == 0)
+		print_result(model, threads, workers, steps, batch, &r);
+	tf_config_release(&tc);
+	fclose(devnull);
+	return 0;
+}
+
+static int bench_workers(const char *model, int threads, int workers, long steps, int batch)
+{
+	int ports[MAX_WORKERS], failed = 0;
+	pid_t pids[MAX_WORKERS];
+
+	free_ports(ports, workers);
+	fflush(stdout);
+	for (int r = 0; r < workers; r++) {
+		pids[r] = fork();
+		if (pids[r] < 0)
+			die("fork failed");
+		if (pids[r] == 0)
+			_exit(worker_main(model, threads, workers, r, ports, steps, batch));
+	}
+	for (int r = 0; r < workers; r++) {
+		int status;
+		if (waitpid(pids[r], &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
+			failed = 1;
+	}
+	return failed ? -1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -95,7 +200,7 @@ int main(int argc, char **argv)
 	char err[ERR_LEN];
 	int64_t v;
 	const char *models[] = {"cnn", "cnn-pool"}, *only_model = NULL;
-	int threads[] = {1, 2}, only_threads = 0;
+	int threads[] = {1, 2}, only_threads = 0, workers = 1;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc) {
@@ -111,9 +216,15 @@ int main(int argc, char **argv)
 				fprintf(stderr, "bench_train: --threads: %s\n", err);
 				return 1;
 			}
+		} else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc) {
+			if (parse_int(argv[++i], 1, MAX_WORKERS, &workers, err) < 0) {
+				fprintf(stderr, "bench_train: --workers: %s\n", err);
+				return 1;
+			}
 		} else {
 			fprintf(stderr,
-			        "usage: bench_train [--steps N] [--model NAME] [--threads N]\n");
+			        "usage: bench_train [--steps N] [--model NAME] [--threads N] "
+			        "[--workers N]\n");
 			return 1;
 		}
 	}
@@ -124,7 +235,10 @@ int main(int argc, char **argv)
 		for (size_t ti = 0; ti < 2; ti++) {
 			if (only_threads && only_threads != threads[ti])
 				continue;
-			if (bench_one(models[mi], threads[ti], steps, 64) < 0)
+			int rc = workers > 1
+			             ? bench_workers(models[mi], threads[ti], workers, steps, 64)
+			             : bench_one(models[mi], threads[ti], steps, 64);
+			if (rc < 0)
 				return 1;
 		}
 	}

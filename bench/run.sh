@@ -4,14 +4,29 @@
 #      threads, with achieved GFLOP/s beside the sgemm rate of this machine.
 #   2. compare_torch.py: the same against PyTorch (needs python3-torch),
 #      at PyTorch's defaults and at its best, with the ratio.
+#   3. compare_allreduce.py: the ring all-reduce for 2 and 4 ranks against
+#      OpenMPI's MPI_Allreduce over TCP and a plain two-way TCP exchange.
+#   4. compare_ddp.py: 2-worker data-parallel training against PyTorch DDP
+#      (gloo), and against mwj on 1 worker.
 # BENCH_REPS (default 3) sets how often each comparison configuration runs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${MWJ_BIN_DIR:-$here/../build/bin}
+reps=${BENCH_REPS:-3}
+have_torch=0
+if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+	have_torch=1
+fi
 
 "$bin/bench_train" --steps 300
-if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
-	MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/compare_torch.py" --reps "${BENCH_REPS:-3}"
+if [ "$have_torch" = 1 ]; then
+	MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/compare_torch.py" --reps "$reps"
 else
 	echo '{"bench":"torch","skipped":"python3-torch is not installed; run scripts/install-deps.sh"}'
+fi
+MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/compare_allreduce.py" --reps "$reps"
+if [ "$have_torch" = 1 ]; then
+	MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/compare_ddp.py" --reps "$reps"
+else
+	echo '{"bench":"ddp","skipped":"python3-torch is not installed; run scripts/install-deps.sh"}'
 fi

@@ -477,3 +477,23 @@ char *tf_config_format(const char *const *workers, int n, int index, char *err)
 	tf_config_release(&check);
 	return text;
 }
+
+int tf_config_loopback(struct tf_config *c, const int *ports, int n, int index, char *err)
+{
+	char(*addrs)[32] = xcalloc(n > 0 ? (size_t)n : 1, sizeof(*addrs));
+	const char **list = xcalloc(n > 0 ? (size_t)n : 1, sizeof(*list));
+	char *json;
+	int rc = -1;
+
+	for (int i = 0; i < n; i++) {
+		snprintf(addrs[i], sizeof(addrs[i]), "127.0.0.1:%d", ports[i]);
+		list[i] = addrs[i];
+	}
+	json = tf_config_format(list, n, index, err);
+	if (json)
+		rc = tf_config_parse(c, json, strlen(json), err);
+	free(json);
+	free(list);
+	free(addrs);
+	return rc;
+}

@@ -75,4 +75,9 @@ void tf_address_format(const struct tf_address *a, char *out, size_t n);
  * frees, or NULL with a message in err (ERR_LEN). */
 char *tf_config_format(const char *const *workers, int n, int index, char *err);
 
+/* Parses the TF_CONFIG of worker index among n workers listening on
+ * 127.0.0.1 at ports: benchmarks and tests that run a job on one host.
+ * Returns 0, or -1 with a message in err. */
+int tf_config_loopback(struct tf_config *c, const int *ports, int n, int index, char *err);
+
 #endif

@@ -36,7 +36,8 @@ int evaluate_run(const struct eval_config *cfg, FILE *out, char *err)
 	y = xcalloc((size_t)cfg->batch_size, 1);
 	progress_init(&p, out, cfg->json, 0, cfg->batch_size);
 	long steps = trainer_eval_steps(&test, cfg->batch_size, VALIDATION_ALL);
-	struct metrics sums = trainer_evaluate(m, &test, cfg->batch_size, VALIDATION_ALL, 0, 1, x, y);
+	struct metrics sums =
+	    trainer_evaluate(m, &test, cfg->batch_size, VALIDATION_ALL, 0, 1, x, y);
 	progress_evaluate_end(&p, steps, &sums);
 	rc = 0;
 out:

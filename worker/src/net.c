@@ -89,6 +89,24 @@ int net_listen(int port, char *err)
 	return fd;
 }
 
+int net_local_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	memset(&ss, 0, sizeof(ss));
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return -1;
+	if (ss.ss_family == AF_INET6) {
+		struct sockaddr_in6 a;
+		memcpy(&a, &ss, sizeof(a));
+		return ntohs(a.sin6_port);
+	}
+	struct sockaddr_in a;
+	memcpy(&a, &ss, sizeof(a));
+	return ntohs(a.sin_port);
+}
+
 static void format_peer(const struct sockaddr_storage *ss, char *out, size_t n)
 {
 	char ip[INET6_ADDRSTRLEN] = "?";
@@ -112,7 +130,7 @@ static void format_peer(const struct sockaddr_storage *ss, char *out, size_t n)
 int net_accept(int lfd, int timeout_ms, char *peer, size_t n, char *err)
 {
 	struct pollfd p = {lfd, POLLIN, 0};
-	struct sockaddr_storage ss;
+	struct sockaddr_storage ss = {0};
 	socklen_t len = sizeof(ss);
 	int rc, fd;
 
@@ -186,6 +204,7 @@ int net_connect(const char *host, int port, int timeout_ms, int *retry, char *er
 	freeaddrinfo(res);
 	if (fd < 0)
 		return err_set(err, "connect to '%s:%d': %s", host, port, strerror(saved));
+	net_tune(fd, 0);
 	return fd;
 }
 

@@ -15,6 +15,9 @@
  * host has them. Returns the listening descriptor. */
 int net_listen(int port, char *err);
 
+/* The local port fd is bound to (e.g. after net_listen on port 0), or -1. */
+int net_local_port(int fd);
+
 /* Waits up to timeout_ms for a connection on lfd and returns it, tuned
  * for the ring (see net_tune). Returns -1 with err empty on time-out, -1
  * with a message on failure. peer (n bytes) receives "ip:port". */

@@ -13,7 +13,6 @@
 #include "log.h"
 #include "net.h"
 
-#define HELLO_MAGIC      "MWJRING\n"
 #define HELLO_BYTES      88
 #define REPLY_MSG_BYTES  256
 #define REPLY_BYTES      (HELLO_BYTES + 4 + REPLY_MSG_BYTES)
@@ -22,6 +21,8 @@
 /* How long one accepted connection may take to say hello. */
 #define HELLO_TIMEOUT_MS 10000
 #define NAME_LEN         (TF_CONFIG_HOST_LEN + 64)
+
+static const unsigned char HELLO_MAGIC[8] = {'M', 'W', 'J', 'R', 'I', 'N', 'G', '\n'};
 
 static void put32(unsigned char *p, uint32_t v)
 {
@@ -63,7 +64,7 @@ static double bits_double(uint64_t u)
 
 static void hello_encode(unsigned char *p, const struct hello *h)
 {
-	memcpy(p, HELLO_MAGIC, 8);
+	memcpy(p, HELLO_MAGIC, sizeof(HELLO_MAGIC));
 	put32(p + 8, h->protocol);
 	put32(p + 12, h->world);
 	put32(p + 16, h->rank);
@@ -81,7 +82,7 @@ static void hello_encode(unsigned char *p, const struct hello *h)
 
 static int hello_decode(struct hello *h, const unsigned char *p, char *why)
 {
-	if (memcmp(p, HELLO_MAGIC, 8) != 0)
+	if (memcmp(p, HELLO_MAGIC, sizeof(HELLO_MAGIC)) != 0)
 		return err_set(why, "not an mwj worker (bad greeting)");
 	*h = (struct hello){get32(p + 8),
 	                    get32(p + 12),
@@ -116,13 +117,15 @@ int rendezvous_check(const struct hello *mine, const struct hello *theirs, uint3
 	if (theirs->protocol != mine->protocol)
 		return err_set(why, "protocol version differs: peer %u, this worker %u",
 		               theirs->protocol, mine->protocol);
+	/* The job identity covers the cluster list, so a different world size
+	 * would also show as another job: say the more precise thing first. */
+	if (theirs->world != mine->world)
+		return err_set(why, "world size differs: peer %u, this worker %u", theirs->world,
+		               mine->world);
 	if (theirs->job_hash != mine->job_hash)
 		return err_set(why,
 		               "peer belongs to another job (TF_CONFIG cluster or MWJ_JOB_NAME "
 		               "differ)");
-	if (theirs->world != mine->world)
-		return err_set(why, "world size differs: peer %u, this worker %u", theirs->world,
-		               mine->world);
 	if (theirs->rank != want_rank)
 		return err_set(why, "peer is rank %u where rank %u was expected", theirs->rank,
 		               want_rank);
@@ -176,7 +179,7 @@ static int connect_next(const struct tf_config *tc, const struct hello *me, long
 	const struct tf_address *a = &tc->addrs[next];
 	unsigned char msg[REPLY_BYTES];
 	char why[ERR_LEN], name[NAME_LEN];
-	struct hello theirs;
+	struct hello theirs = {0};
 	long long left = deadline - net_now_ms();
 
 	rank_name(tc, next, name, sizeof(name));
@@ -184,9 +187,13 @@ static int connect_next(const struct tf_config *tc, const struct hello *me, long
 	                 err);
 	if (fd < 0)
 		return retry ? -1 : RENDEZVOUS_REFUSED;
+	/* Something else listening there must not hold this worker for long. */
+	long long hello_deadline = net_now_ms() + HELLO_TIMEOUT_MS;
+	if (hello_deadline > deadline)
+		hello_deadline = deadline;
 	hello_encode(msg, me);
-	if (net_write_all(fd, msg, HELLO_BYTES, deadline, err) < 0 ||
-	    net_read_all(fd, msg, REPLY_BYTES, deadline, err) < 0) {
+	if (net_write_all(fd, msg, HELLO_BYTES, hello_deadline, err) < 0 ||
+	    net_read_all(fd, msg, REPLY_BYTES, hello_deadline, err) < 0) {
 		err_prefix(err, "hello to %s", name);
 		net_close(fd);
 		return -1; /* the peer may be restarting */
@@ -212,6 +219,8 @@ struct acceptor {
 	const struct hello *me;
 	_Atomic long long deadline; /* lowered to stop the wait early */
 	int fd, rc;
+	_Atomic long long refused_at; /* when a connection was refused (its reason in why), or 0 */
+	char why[ERR_LEN];
 	char err[ERR_LEN];
 };
 
@@ -223,7 +232,7 @@ static int answer(struct acceptor *a, int fd, const char *peer)
 	long long deadline = net_now_ms() + HELLO_TIMEOUT_MS;
 	unsigned char msg[REPLY_BYTES] = {0};
 	char why[ERR_LEN] = "", err[ERR_LEN];
-	struct hello theirs;
+	struct hello theirs = {0};
 	int ok;
 
 	if (net_read_all(fd, msg, HELLO_BYTES, deadline, err) < 0) {
@@ -239,9 +248,13 @@ static int answer(struct acceptor *a, int fd, const char *peer)
 		log_warn("rendezvous: reply to '%s': %s", peer, err);
 		return -1;
 	}
-	if (!ok)
+	if (!ok) {
 		log_error("rendezvous: refused connection from '%s' (rank %u): %s", peer,
 		          theirs.rank, why);
+		snprintf(a->why, sizeof(a->why), "refused rank %u ('%s'): %s", theirs.rank, peer,
+		         why);
+		atomic_store(&a->refused_at, net_now_ms());
+	}
 	return ok ? 0 : -1;
 }
 
@@ -274,7 +287,7 @@ static void *accept_prev(void *arg)
 int rendezvous_join(int lfd, const struct tf_config *tc, const struct hello *me,
                     long long deadline_ms, int *next_fd, int *prev_fd, char *err)
 {
-	struct acceptor a = {lfd, tc, me, deadline_ms, -1, -1, ""};
+	struct acceptor a = {lfd, tc, me, deadline_ms, -1, -1, 0, "", ""};
 	long long backoff = BACKOFF_FIRST_MS;
 	char last[ERR_LEN] = "not tried", name[NAME_LEN];
 	pthread_t thread;
@@ -286,6 +299,11 @@ int rendezvous_join(int lfd, const struct tf_config *tc, const struct hello *me,
 	while (net_now_ms() < deadline_ms) {
 		fd = connect_next(tc, me, deadline_ms, last);
 		if (fd >= 0 || fd == RENDEZVOUS_REFUSED)
+			break;
+		/* A refused peer exits; give a correct one a little while, then
+		 * report the refusal rather than time out much later. */
+		long long refused_at = atomic_load(&a.refused_at);
+		if (refused_at && net_now_ms() > refused_at + HELLO_TIMEOUT_MS)
 			break;
 		log_debug("rendezvous: %s; retrying in %lld ms", last, backoff);
 		long long left = deadline_ms - net_now_ms();
@@ -301,9 +319,21 @@ int rendezvous_join(int lfd, const struct tf_config *tc, const struct hello *me,
 		err_set(err, "rendezvous: %s", last);
 		return RENDEZVOUS_REFUSED;
 	}
+	/* Having refused a peer, waiting longer cannot help: that peer exits 1
+	 * and a restarted worker would meet the same configuration. */
+	if (fd < 0 && atomic_load(&a.refused_at)) {
+		net_close(a.fd);
+		err_set(err, "rendezvous: %s", a.why);
+		return RENDEZVOUS_REFUSED;
+	}
 	if (fd < 0) {
 		net_close(a.fd);
 		return err_set(err, "rendezvous: timed out connecting to %s: %s", name, last);
+	}
+	if (a.rc < 0 && atomic_load(&a.refused_at)) {
+		net_close(fd);
+		err_set(err, "rendezvous: %s", a.why);
+		return RENDEZVOUS_REFUSED;
 	}
 	if (a.rc < 0) {
 		net_close(fd);

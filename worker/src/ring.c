@@ -117,6 +117,8 @@ static void vec_reduce(const struct vec *v, size_t lo, size_t hi, const char *sr
 {
 	struct iovec iov[RING_MAX_IOV];
 
+	if (!v->add)
+		return; /* a broadcast only copies */
 	while (lo < hi) {
 		int k = vec_iov(v, lo, hi, iov, RING_MAX_IOV);
 		for (int i = 0; i < k; i++) {
@@ -298,12 +300,11 @@ static int allreduce(struct ring *r, const struct vec *v, char *err)
 	size_t seg = r->seg_bytes / v->elem, steps = 2 * (size_t)(W - 1);
 	/* Every element is sent at most twice, and each step rounds up once. */
 	size_t per_dir = 2 * (v->n / seg) + 2 * steps + 2;
-	struct ring_op *ops = ops_reserve(r, 2 * per_dir);
-	struct ring_op *sends = ops, *recvs = ops + per_dir;
 	size_t ns = 0, nr = 0, prev_step_start = 0;
 
 	if (W == 1 || v->n == 0)
 		return 0;
+	struct ring_op *sends = ops_reserve(r, 2 * per_dir), *recvs = sends + per_dir;
 	for (size_t t = 0; t < steps; t++) {
 		size_t sc = mod((long long)r->rank - (long long)t, W);
 		size_t rc = mod((long long)r->rank - (long long)t - 1, W);

@@ -264,7 +264,6 @@ int trainer_fit(const struct train_config *cfg, FILE *out, struct train_result *
 	rc = run_connect(&r, cfg, err);
 	if (rc < 0)
 		goto out;
-	rc = -1;
 	chief = r.comm.rank == 0;
 	if (chief && !cfg->model_dir[0])
 		log_warn("no --model-dir (or MWJ_MODEL_DIR): the trained model will not be saved");

@@ -5,8 +5,9 @@
  * The binary is found through MWJ_WORKER_BIN and the data through
  * MWJ_TEST_DATA (both set by 'make test'). Each run gets stdin from
  * /dev/null, stdout and stderr in files (so never a terminal), the inherited
- * environment minus every MWJ_* variable, and a time limit. Each test gets its
- * own mkdtemp directory, removed by the teardown even when the test fails.
+ * environment minus TF_CONFIG and every MWJ_* variable, and a time limit
+ * (testutil_spawn). Each test gets its own mkdtemp directory, removed by the
+ * teardown even when the test fails.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,18 +16,13 @@
 
 #include <cmocka.h>
 
-#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -43,8 +39,6 @@
 #define NUM "([0-9]+\\.[0-9]{4}|[0-9]\\.[0-9]{4}e[-+][0-9]{2})"
 /* " - 1s 12ms/step" at the end of an epoch (Progbar._format_time). */
 #define FINAL_TIME " - [0-9]+s [0-9]+(s|ms|us)/step"
-
-extern char **environ;
 
 static const char *worker_bin;
 
@@ -77,90 +71,27 @@ static const char *tmp_path(struct fixture *fx, const char *name)
 	return fx->path;
 }
 
-static double now_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* The inherited environment without MWJ_* (a developer's own settings must
- * not change what the tests see), then extra ("NAME=value", NULL-ended). */
-static char **child_env(const char *const *extra)
-{
-	size_t n = 0, k = 0;
-	char **env;
-
-	while (environ[n])
-		n++;
-	for (size_t i = 0; extra && extra[i]; i++)
-		n++;
-	env = calloc(n + 1, sizeof(*env));
-	assert_non_null(env);
-	for (size_t i = 0; environ[i]; i++)
-		if (strncmp(environ[i], "MWJ_", 4) != 0)
-			env[k++] = environ[i];
-	for (size_t i = 0; extra && extra[i]; i++)
-		env[k++] = (char *)extra[i];
-	env[k] = NULL;
-	return env;
-}
-
 /* Runs mwj-worker with args (NULL-ended) and extra environment, waits at
  * most timeout seconds, and keeps its exit status and output in fx. */
 static void run_env(struct fixture *fx, const char *const *extra_env, int timeout,
                     const char *const *args)
 {
 	char out_path[PATH_MAX], err_path[PATH_MAX];
-	const char *argv[64];
-	posix_spawn_file_actions_t fa;
-	char **env = child_env(extra_env);
-	pid_t pid = -1;
-	int st = 0, rc;
-	size_t n = 0;
-	double deadline;
+	pid_t pid;
 
 	/* cmocka's setup made fx; this tells clang-analyzer, which cannot see
 	 * that, and does not know that a failed assertion leaves the test. */
 	if (fx == NULL)
 		abort();
-	argv[n++] = worker_bin;
-	for (size_t i = 0; args[i]; i++) {
-		assert_true(n + 1 < sizeof(argv) / sizeof(argv[0]));
-		argv[n++] = args[i];
-	}
-	argv[n] = NULL;
 	snprintf(out_path, sizeof(out_path), "%s/.stdout", fx->dir);
 	snprintf(err_path, sizeof(err_path), "%s/.stderr", fx->dir);
-	assert_int_equal(posix_spawn_file_actions_init(&fa), 0);
-	assert_int_equal(posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0), 0);
-	assert_int_equal(
-	    posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600),
-	    0);
-	assert_int_equal(
-	    posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600),
-	    0);
-	rc = posix_spawn(&pid, worker_bin, &fa, NULL, (char *const *)argv, env);
-	posix_spawn_file_actions_destroy(&fa);
-	free(env);
-	if (rc != 0)
-		fail_msg("spawn '%s': %s", worker_bin, strerror(rc));
-
-	deadline = now_seconds() + timeout;
-	for (;;) {
-		pid_t w = waitpid(pid, &st, WNOHANG);
-		if (w == pid)
-			break;
-		assert_true(w == 0 || errno == EINTR);
-		if (now_seconds() > deadline) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
-			fail_msg("'%s %s' did not finish in %d s", worker_bin, args[0], timeout);
-		}
-		nanosleep(&(struct timespec){0, 10L * 1000 * 1000}, NULL);
+	pid = testutil_spawn(worker_bin, args, extra_env, out_path, err_path);
+	fx->status = testutil_wait(pid, testutil_now() + timeout);
+	if (fx->status < 0) {
+		testutil_kill(pid);
+		fail_msg("'%s %s' did not finish in %d s", worker_bin, args[0] ? args[0] : "",
+		         timeout);
 	}
-	fx->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 	free(fx->out);
 	free(fx->err);
 	fx->out = testutil_read_file(out_path, NULL);
@@ -691,16 +622,8 @@ int main(void)
 	    TEST(test_evaluate_refuses_a_corrupt_model_file),
 	};
 
-	worker_bin = getenv("MWJ_WORKER_BIN");
-	if (worker_bin == NULL || worker_bin[0] == '\0') {
-		fprintf(stderr, "test_cli: MWJ_WORKER_BIN is not set; it must name the "
-		                "mwj-worker binary to test ('make test' sets it)\n");
+	worker_bin = testutil_worker_bin("test_cli");
+	if (worker_bin == NULL)
 		return 1;
-	}
-	if (access(worker_bin, X_OK) != 0) {
-		fprintf(stderr, "test_cli: MWJ_WORKER_BIN='%s' is not an executable: %s\n",
-		        worker_bin, strerror(errno));
-		return 1;
-	}
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

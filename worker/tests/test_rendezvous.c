@@ -138,15 +138,6 @@ static void *join(void *arg)
 	return NULL;
 }
 
-static int port_of(int fd)
-{
-	struct sockaddr_in6 a;
-	socklen_t len = sizeof(a);
-
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	return ntohs(a.sin6_port);
-}
-
 /* Two workers of a world of 2 on 127.0.0.1; only the first `start` run. */
 static void run_pair(struct side *s, int start)
 {
@@ -157,7 +148,7 @@ static void run_pair(struct side *s, int start)
 	for (int r = 0; r < 2; r++) {
 		s[r].lfd = net_listen(0, err);
 		assert_true(s[r].lfd >= 0);
-		ports[r] = port_of(s[r].lfd);
+		ports[r] = net_local_port(s[r].lfd);
 	}
 	for (int r = 0; r < 2; r++) {
 		snprintf(json, sizeof(json),

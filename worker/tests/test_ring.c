@@ -34,9 +34,8 @@
 
 struct rank_ctx {
 	struct tf_config tc;
-	int lfd;
 	struct ring ring;
-	int rc;
+	int lfd, rc;
 	char err[ERR_LEN];
 	/* The work each rank's thread does once the ring is formed. */
 	void (*work)(struct rank_ctx *c);
@@ -46,17 +45,6 @@ struct rank_ctx {
 	int npieces;
 	int silent; /* form the ring, then close it without taking part */
 };
-
-static int port_of(int fd)
-{
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &len), 0);
-	if (ss.ss_family == AF_INET6)
-		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-	return ntohs(((struct sockaddr_in *)&ss)->sin_port);
-}
 
 static void *rank_main(void *arg)
 {
@@ -91,23 +79,16 @@ static void *rank_main(void *arg)
 static void run_ring(struct rank_ctx *ranks, int world)
 {
 	pthread_t threads[MAX_RANKS];
-	char json[4096], err[ERR_LEN];
-	int ports[MAX_RANKS], len;
+	char err[ERR_LEN];
+	int ports[MAX_RANKS];
 
 	for (int r = 0; r < world; r++) {
 		ranks[r].lfd = net_listen(0, err);
 		assert_true(ranks[r].lfd >= 0);
-		ports[r] = port_of(ranks[r].lfd);
+		ports[r] = net_local_port(ranks[r].lfd);
 	}
-	for (int r = 0; r < world; r++) {
-		len = snprintf(json, sizeof(json), "{\"cluster\":{\"worker\":[");
-		for (int k = 0; k < world; k++)
-			len += snprintf(json + len, sizeof(json) - (size_t)len,
-			                "%s\"127.0.0.1:%d\"", k ? "," : "", ports[k]);
-		snprintf(json + len, sizeof(json) - (size_t)len,
-		         "]},\"task\":{\"type\":\"worker\",\"index\":%d}}", r);
-		assert_int_equal(tf_config_parse(&ranks[r].tc, json, strlen(json), err), 0);
-	}
+	for (int r = 0; r < world; r++)
+		assert_int_equal(tf_config_loopback(&ranks[r].tc, ports, world, r, err), 0);
 	for (int r = 0; r < world; r++)
 		assert_int_equal(pthread_create(&threads[r], NULL, rank_main, &ranks[r]), 0);
 	for (int r = 0; r < world; r++) {
@@ -121,6 +102,14 @@ static void do_allreduce(struct rank_ctx *c)
 {
 	c->rc = ring_allreduce(&c->ring, c->buf, c->pieces, c->npieces, c->err);
 	ring_release(&c->ring);
+}
+
+static uint32_t float_bits(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, sizeof(u));
+	return u;
 }
 
 /* What the ring must compute for element i: chunk c (of world, by the
@@ -171,7 +160,7 @@ static void check_allreduce(int world, size_t n, int integers)
 				exact += in[r][i];
 			assert_true((double)ranks[0].buf[i] == exact);
 		}
-		if (memcmp(&ranks[0].buf[i], &want, sizeof(float)) != 0)
+		if (float_bits(ranks[0].buf[i]) != float_bits(want))
 			fail_msg("world %d n %zu element %zu: %.9g, serial sum %.9g", world, n, i,
 			         (double)ranks[0].buf[i], (double)want);
 	}

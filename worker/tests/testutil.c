@@ -7,12 +7,18 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <regex.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -21,6 +27,25 @@ const char *testutil_data_dir(void)
 	const char *d = getenv("MWJ_TEST_DATA");
 
 	return d && d[0] ? d : TESTUTIL_DEFAULT_DATA_DIR;
+}
+
+const char *testutil_worker_bin(const char *prog)
+{
+	const char *bin = getenv("MWJ_WORKER_BIN");
+
+	if (bin == NULL || bin[0] == '\0') {
+		fprintf(stderr,
+		        "%s: MWJ_WORKER_BIN is not set; it must name the mwj-worker binary "
+		        "to test ('make test' sets it)\n",
+		        prog);
+		return NULL;
+	}
+	if (access(bin, X_OK) != 0) {
+		fprintf(stderr, "%s: MWJ_WORKER_BIN='%s' is not an executable: %s\n", prog, bin,
+		        strerror(errno));
+		return NULL;
+	}
+	return bin;
 }
 
 static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
@@ -107,6 +132,99 @@ void testutil_put_be32(uint8_t *p, uint32_t v)
 	p[1] = (uint8_t)(v >> 16);
 	p[2] = (uint8_t)(v >> 8);
 	p[3] = (uint8_t)v;
+}
+
+double testutil_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+extern char **environ;
+
+static int inherited(const char *var)
+{
+	return strncmp(var, "MWJ_", 4) != 0 && strncmp(var, "TF_CONFIG=", 10) != 0;
+}
+
+/* The environment testutil_spawn() promises; the strings are borrowed. */
+static char **child_env(const char *const *extra)
+{
+	size_t n = 0, k = 0;
+	char **env;
+
+	while (environ[n])
+		n++;
+	for (size_t i = 0; extra && extra[i]; i++)
+		n++;
+	env = calloc(n + 1, sizeof(*env));
+	assert_non_null(env);
+	for (size_t i = 0; environ[i]; i++)
+		if (inherited(environ[i]))
+			env[k++] = environ[i];
+	for (size_t i = 0; extra && extra[i]; i++)
+		env[k++] = (char *)extra[i];
+	env[k] = NULL;
+	return env;
+}
+
+pid_t testutil_spawn(const char *bin, const char *const *args, const char *const *extra_env,
+                     const char *out_path, const char *err_path)
+{
+	const char *argv[64];
+	posix_spawn_file_actions_t fa;
+	char **env = child_env(extra_env);
+	pid_t pid = -1;
+	size_t n = 0;
+	int rc;
+
+	argv[n++] = bin;
+	for (size_t i = 0; args[i]; i++) {
+		assert_true(n + 1 < sizeof(argv) / sizeof(argv[0]));
+		argv[n++] = args[i];
+	}
+	argv[n] = NULL;
+	assert_int_equal(posix_spawn_file_actions_init(&fa), 0);
+	assert_int_equal(posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0), 0);
+	assert_int_equal(
+	    posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600),
+	    0);
+	assert_int_equal(
+	    posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600),
+	    0);
+	rc = posix_spawn(&pid, bin, &fa, NULL, (char *const *)argv, env);
+	posix_spawn_file_actions_destroy(&fa);
+	free(env);
+	if (rc != 0)
+		fail_msg("spawn '%s': %s", bin, strerror(rc));
+	return pid;
+}
+
+int testutil_wait(pid_t pid, double deadline)
+{
+	int st = 0;
+
+	for (;;) {
+		pid_t w = waitpid(pid, &st, WNOHANG);
+		if (w == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		if (w < 0 && errno != EINTR)
+			fail_msg("waitpid %d: %s", (int)pid, strerror(errno));
+		if (testutil_now() > deadline)
+			return -1;
+		nanosleep(&(struct timespec){0, 10L * 1000 * 1000}, NULL);
+	}
+}
+
+void testutil_kill(pid_t pid)
+{
+	if (pid <= 0)
+		return;
+	kill(pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
 }
 
 void testutil_assert_contains(const char *s, const char *part)

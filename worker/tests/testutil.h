@@ -1,16 +1,19 @@
-/* testutil.h - what several worker tests need alike: where the real data is,
- * a scratch directory per test, whole files read and written, and checks on
- * text and JSON.
+/* testutil.h - what several worker tests need alike: where the real data and
+ * the built binary are, a scratch directory per test, whole files read and
+ * written, mwj-worker processes started and waited for, and checks on text
+ * and JSON.
  *
- * Except for the fixture's setup and teardown, which return -1 as cmocka
- * expects, everything here fails the running cmocka test instead of
- * returning an error, so call it from a test body only.
+ * Except for testutil_worker_bin(), which main() calls before any test, and
+ * the fixture's setup and teardown, which return -1 as cmocka expects,
+ * everything here fails the running cmocka test instead of returning an
+ * error, so call it from a test body only.
  */
 #ifndef MWJ_TESTUTIL_H
 #define MWJ_TESTUTIL_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <cjson/cJSON.h>
 
@@ -22,6 +25,13 @@
  * it), or TESTUTIL_DEFAULT_DATA_DIR (Debian's dataset-fashion-mnist) when that
  * is unset or empty. Never NULL; the string is borrowed. */
 const char *testutil_data_dir(void);
+
+/* --- The mwj-worker binary under test --- */
+
+/* $MWJ_WORKER_BIN ('make test' sets it), for main() to check before running
+ * the tests. Returns the borrowed path, or NULL after saying on stderr, as
+ * prog, why it is unset or not an executable. */
+const char *testutil_worker_bin(const char *prog);
 
 /* --- A fixture with a scratch directory per test --- */
 
@@ -55,6 +65,28 @@ void testutil_write_file(const char *path, const void *buf, size_t len);
 
 /* Stores v at p as 4 big-endian bytes, the byte order of IDX headers. */
 void testutil_put_be32(uint8_t *p, uint32_t v);
+
+/* --- Child processes --- */
+
+/* Seconds on the monotonic clock, for deadlines. */
+double testutil_now(void);
+
+/* Starts bin with args (NULL-ended, argv[0] excluded), stdin from /dev/null,
+ * stdout and stderr into the files out_path and err_path (created or
+ * truncated), and the inherited environment without TF_CONFIG and every
+ * MWJ_* variable (a developer's own settings must not change what the tests
+ * see), plus extra_env ("NAME=value", NULL-ended, or NULL). Returns the
+ * child's pid. Fails the test if it cannot start. */
+pid_t testutil_spawn(const char *bin, const char *const *args, const char *const *extra_env,
+                     const char *out_path, const char *err_path);
+
+/* Waits for child pid until deadline (testutil_now() clock). Returns its exit
+ * status, or 128 + the signal that ended it, or -1, with the child still
+ * running, if the deadline passed first. */
+int testutil_wait(pid_t pid, double deadline);
+
+/* Kills child pid with SIGKILL and reaps it; does nothing if pid <= 0. */
+void testutil_kill(pid_t pid);
 
 /* --- Checks on text --- */
 

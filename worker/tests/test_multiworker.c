@@ -1,0 +1,634 @@
+/* test_multiworker.c - data-parallel training across mwj-worker processes on
+ * 127.0.0.1, as TF_CONFIG describes them: the same weights on every worker
+ * and the same model as one worker with the global batch; exit 75 when a
+ * peer is lost or never comes; exit 1, saying why, when a peer's
+ * configuration or TF_CONFIG itself is wrong.
+ *
+ * Each test picks free ports and starts its workers with their own
+ * TF_CONFIG (testutil_spawn: stdout and stderr in files in the test's
+ * mkdtemp directory, TF_CONFIG and MWJ_* scrubbed from the inherited
+ * environment), then waits for them with a deadline. The teardown kills
+ * whatever still runs, so a failed test leaves no process behind.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <limits.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "digest.h"
+#include "err.h"
+#include "model.h"
+#include "model_file.h"
+#include "testutil.h"
+
+#define MAX_WORKERS   3
+#define QUICK_SECONDS 60  /* runs that stop at TF_CONFIG or the rendezvous */
+#define TRAIN_SECONDS 600 /* runs that train, generous for sanitizers */
+/* How much later than its --collective-timeout a survivor may notice a lost
+ * peer: it may be computing when the peer goes, and runs slowly under
+ * sanitizers on a busy machine. */
+#define LOST_PEER_MARGIN 30
+/* Long enough for workers started together to load the data and meet under
+ * sanitizers, short enough that a worker left waiting for a peer it refused
+ * gives up soon. */
+#define MISMATCH_RENDEZVOUS "15"
+
+/* Keras' numbers: "%.4f", or "%.4e" when |v| <= 1e-3. */
+#define NUM "([0-9]+\\.[0-9]{4}|[0-9]\\.[0-9]{4}e[-+][0-9]{2})"
+
+static const char *worker_bin;
+
+struct worker {
+	pid_t pid;       /* > 0 from start until reaped */
+	int status;      /* exit status once reaped; 128 + signal if killed */
+	char *out, *err; /* its stdout and stderr once reaped, NUL-terminated */
+};
+
+struct fixture {
+	char dir[TESTUTIL_TMPDIR_LEN]; /* first, for testutil_fixture_setup() */
+	int ports[MAX_WORKERS];
+	struct worker w[MAX_WORKERS + 1]; /* the last for a run on its own */
+};
+
+static int setup(void **state)
+{
+	return testutil_fixture_setup(state, sizeof(struct fixture), "multiworker");
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+
+	for (int i = 0; i <= MAX_WORKERS; i++) {
+		testutil_kill(fx->w[i].pid);
+		free(fx->w[i].out);
+		free(fx->w[i].err);
+	}
+	return testutil_fixture_teardown(state);
+}
+
+/* Fills fx->ports with n different ports that were free a moment ago: all
+ * bound at once, so that the kernel cannot hand out one twice. */
+static void pick_ports(struct fixture *fx, int n)
+{
+	int fds[MAX_WORKERS];
+
+	for (int i = 0; i < n; i++) {
+		struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+		socklen_t len = sizeof(a);
+
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+		assert_true(fds[i] >= 0);
+		assert_int_equal(bind(fds[i], (struct sockaddr *)&a, sizeof(a)), 0);
+		assert_int_equal(getsockname(fds[i], (struct sockaddr *)&a, &len), 0);
+		fx->ports[i] = ntohs(a.sin_port);
+	}
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+}
+
+/* Writes "TF_CONFIG=..." for a cluster of chiefs (0 or 1) chief and then
+ * workers worker tasks on fx->ports in that order, as the task type index. */
+static void tf_config_env(char *out, size_t len, const struct fixture *fx, int chiefs, int workers,
+                          const char *type, int index)
+{
+	size_t n = 0;
+
+	n += (size_t)snprintf(out + n, len - n, "TF_CONFIG={\"cluster\":{");
+	if (chiefs)
+		n += (size_t)snprintf(out + n, len - n, "\"chief\":[\"127.0.0.1:%d\"],",
+		                      fx->ports[0]);
+	n += (size_t)snprintf(out + n, len - n, "\"worker\":[");
+	for (int i = 0; i < workers; i++)
+		n += (size_t)snprintf(out + n, len - n, "%s\"127.0.0.1:%d\"", i ? "," : "",
+		                      fx->ports[chiefs + i]);
+	n += (size_t)snprintf(out + n, len - n, "]},\"task\":{\"type\":\"%s\",\"index\":%d}}", type,
+	                      index);
+	assert_true(n < len);
+}
+
+/* Starts worker slot i as "mwj-worker train --threads 1 --data-dir DATA"
+ * and args (NULL-ended), with extra environment env (NULL-ended, or NULL). */
+static void start(struct fixture *fx, int i, const char *const *env, const char *const *args)
+{
+	char out_path[PATH_MAX], err_path[PATH_MAX];
+	const char *argv[48] = {"train", "--threads", "1", "--data-dir", testutil_data_dir()};
+	size_t n = 5;
+
+	/* cmocka's setup made fx; clang-analyzer cannot see that. */
+	if (fx == NULL)
+		abort();
+	for (size_t k = 0; args[k]; k++) {
+		assert_true(n + 1 < sizeof(argv) / sizeof(argv[0]));
+		argv[n++] = args[k];
+	}
+	snprintf(out_path, sizeof(out_path), "%s/w%d.out", fx->dir, i);
+	snprintf(err_path, sizeof(err_path), "%s/w%d.err", fx->dir, i);
+	fx->w[i].pid = testutil_spawn(worker_bin, argv, env, out_path, err_path);
+}
+
+#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define ENV(...)  ((const char *const[]){__VA_ARGS__, NULL})
+
+/* The output worker slot i has written so far; the caller frees it. */
+static char *output(const struct fixture *fx, int i, const char *stream)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/w%d.%s", fx->dir, i, stream);
+	return testutil_read_file(path, NULL);
+}
+
+/* Keeps the exit status of worker slot i, which has been reaped, and what
+ * it wrote. */
+static void collect(struct fixture *fx, int i, int status)
+{
+	struct worker *w = &fx->w[i];
+
+	w->pid = 0;
+	w->status = status;
+	free(w->out);
+	free(w->err);
+	w->out = output(fx, i, "out");
+	w->err = output(fx, i, "err");
+}
+
+/* Waits for worker slot i until deadline and collects it; fails the test,
+ * showing what it wrote, if it still runs then. */
+static void finish(struct fixture *fx, int i, double deadline)
+{
+	struct worker *w = &fx->w[i];
+	int status = testutil_wait(w->pid, deadline);
+
+	if (status < 0) {
+		free(w->out);
+		free(w->err);
+		w->out = output(fx, i, "out");
+		w->err = output(fx, i, "err");
+		fail_msg("worker %d still runs at its deadline\nstdout:\n%s\nstderr:\n%s", i,
+		         w->out, w->err);
+	}
+	collect(fx, i, status);
+}
+
+static void finish_all(struct fixture *fx, int n, int seconds)
+{
+	double deadline = testutil_now() + seconds;
+
+	for (int i = 0; i < n; i++)
+		finish(fx, i, deadline);
+}
+
+static void assert_exit(const struct fixture *fx, int i, int want)
+{
+	const struct worker *w = &fx->w[i];
+
+	if (w->status != want)
+		fail_msg("worker %d: exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", i,
+		         w->status, want, w->out, w->err);
+}
+
+/* The 64 hex digits logged after "final weights sha256 " in err. */
+static void logged_digest(const char *err, char hex[DIGEST_HEX_LEN])
+{
+	static const char tag[] = "final weights sha256 ";
+	const char *p = strstr(err, tag);
+
+	if (p == NULL)
+		fail_msg("no '%s' in:\n%s", tag, err);
+	snprintf(hex, DIGEST_HEX_LEN, "%s", p + strlen(tag));
+	testutil_assert_matches(hex, "^[0-9a-f]{64}$");
+}
+
+static struct model *load_model(const char *dir)
+{
+	char err[ERR_LEN];
+	struct model *m = model_file_load(dir, 64, err);
+
+	if (m == NULL)
+		fail_msg("%s", err);
+	return m;
+}
+
+static int count_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	const struct dirent *e;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* What a finished run of n workers that trained one epoch of steps (a
+ * string) must show, worker slot i having been rank[i] and having been
+ * given model_dirs[i]: every worker exited 0 and logged the same final
+ * weights, which the chief saved, alone, and the chief alone printed
+ * progress. */
+static void assert_trained_as_one(const struct fixture *fx, int n, const int *rank,
+                                  char model_dirs[][PATH_MAX], const char *steps)
+{
+	char chief_hex[DIGEST_HEX_LEN] = "", hex[DIGEST_HEX_LEN], saved[DIGEST_HEX_LEN];
+	char progress[256];
+
+	snprintf(progress, sizeof(progress),
+	         "^Epoch 1/1\n%s/%s \\[={30}\\] - [0-9]+s [0-9]+(s|ms|us)/step - loss: " NUM
+	         " - accuracy: " NUM "\n$",
+	         steps, steps);
+	for (int i = 0; i < n; i++)
+		assert_exit(fx, i, 0);
+	for (int i = 0; i < n; i++) {
+		logged_digest(fx->w[i].err, hex);
+		if (rank[i] == 0)
+			memcpy(chief_hex, hex, sizeof(hex));
+	}
+	for (int i = 0; i < n; i++) {
+		logged_digest(fx->w[i].err, hex);
+		if (strcmp(hex, chief_hex) != 0)
+			fail_msg("worker %d (rank %d) ended with weights %s, the chief with %s", i,
+			         rank[i], hex, chief_hex);
+		if (rank[i] != 0) {
+			assert_string_equal(fx->w[i].out, "");
+			assert_int_equal(count_entries(model_dirs[i]), 0);
+			continue;
+		}
+		testutil_assert_matches(fx->w[i].out, progress);
+		struct model *m = load_model(model_dirs[i]);
+		digest_sha256_hex(m->params, m->nparams * sizeof(float), saved);
+		model_free(m);
+		assert_string_equal(saved, chief_hex);
+	}
+}
+
+static void test_two_workers_end_with_the_same_weights_and_only_the_chief_saves(void **state)
+{
+	struct fixture *fx = *state;
+	char env[2][512], dirs[2][PATH_MAX];
+	const int rank[2] = {0, 1};
+
+	pick_ports(fx, 2);
+	for (int i = 0; i < 2; i++) {
+		snprintf(dirs[i], sizeof(dirs[i]), "%s/model%d", fx->dir, i);
+		assert_int_equal(mkdir(dirs[i], 0700), 0);
+		tf_config_env(env[i], sizeof(env[i]), fx, 0, 2, "worker", i);
+		start(fx, i, ENV(env[i]),
+		      ARGS("--steps-per-epoch", "20", "--batch-size", "32", "--model-dir", dirs[i],
+		           "--log-level", "info"));
+	}
+	finish_all(fx, 2, TRAIN_SECONDS);
+	assert_trained_as_one(fx, 2, rank, dirs, "20");
+}
+
+/* TensorFlow's rule: the chief is rank 0 and the workers follow in index
+ * order, so "worker" 0 is rank 1 and does not save. */
+static void test_a_chief_and_two_workers_end_with_the_same_weights(void **state)
+{
+	struct fixture *fx = *state;
+	char env[3][512], dirs[3][PATH_MAX], want[64];
+	const char *type[3] = {"chief", "worker", "worker"};
+	const int index[3] = {0, 0, 1}, rank[3] = {0, 1, 2};
+
+	pick_ports(fx, 3);
+	for (int i = 0; i < 3; i++) {
+		snprintf(dirs[i], sizeof(dirs[i]), "%s/model%d", fx->dir, i);
+		assert_int_equal(mkdir(dirs[i], 0700), 0);
+		tf_config_env(env[i], sizeof(env[i]), fx, 1, 2, type[i], index[i]);
+		start(fx, i, ENV(env[i]),
+		      ARGS("--steps-per-epoch", "20", "--batch-size", "16", "--model-dir", dirs[i],
+		           "--log-level", "info"));
+	}
+	finish_all(fx, 3, TRAIN_SECONDS);
+	for (int i = 0; i < 3; i++) {
+		snprintf(want, sizeof(want), "world=3 rank=%d task=%s:%d ", rank[i], type[i],
+		         index[i]);
+		testutil_assert_contains(fx->w[i].err, want);
+	}
+	assert_trained_as_one(fx, 3, rank, dirs, "20");
+}
+
+/* The largest |a - b| over the two models' parameters, which must be the
+ * same architecture. */
+static double max_abs_diff(const struct model *a, const struct model *b)
+{
+	double d = 0;
+
+	assert_int_equal(a->nparams, b->nparams);
+	for (size_t i = 0; i < a->nparams; i++)
+		d = fmax(d, fabs((double)a->params[i] - (double)b->params[i]));
+	return d;
+}
+
+static double max_abs(const struct model *m)
+{
+	double v = 0;
+
+	for (size_t i = 0; i < m->nparams; i++)
+		v = fmax(v, fabs((double)m->params[i]));
+	return v;
+}
+
+/* 2 workers at batch 32 compute, step for step, what 1 worker computes at
+ * batch 64: worker r takes positions [32r, 32r + 32) of each global batch of
+ * the same stream, and the loss is the mean over the global batch. Only the
+ * order of float additions differs: a gradient summed over 64 examples on
+ * one worker is two sums of 32 added by the all-reduce on two. That leaves
+ * the weights an ulp apart (1.5e-8 at |w| ~ 0.2) until, in one run, an
+ * activation within rounding of zero falls on the other side of a ReLU:
+ * that example's gradient then takes another path, some weights move by up
+ * to ~1e-5 at once, and SGD amplifies the gap from there (measured at lr
+ * 0.05, seed 7: 7e-6 at step 4, 4e-3 at step 30, a quarter of what one
+ * whole step changes; 1 worker at --threads 2 against --threads 1 differs
+ * just as much). Hence a short run at a moderate rate: over 36 seeds at 10
+ * steps and lr 0.02, the largest difference was 1.4e-6, and one step less,
+ * the control, changed the weights by 1.9e-3 at least. The tolerance sits 70
+ * times above the one and 19 times below the other: a run that dropped,
+ * repeated or mis-sharded a single batch cannot pass. */
+#define EQUIV_STEPS         "10"
+#define EQUIV_LR            "0.02"
+#define EQUIV_CONTROL_STEPS "9"
+#define EQUIV_TOLERANCE     1e-4
+
+static void test_two_workers_train_the_model_one_worker_trains_with_their_global_batch(void **state)
+{
+	struct fixture *fx = *state;
+	char env[2][512], dirs[4][PATH_MAX];
+	struct model *two = NULL, *one = NULL, *control = NULL;
+	double diff, control_diff;
+
+	pick_ports(fx, 2);
+	for (int i = 0; i < 4; i++) {
+		snprintf(dirs[i], sizeof(dirs[i]), "%s/model%d", fx->dir, i);
+		assert_int_equal(mkdir(dirs[i], 0700), 0);
+	}
+	for (int i = 0; i < 2; i++) {
+		tf_config_env(env[i], sizeof(env[i]), fx, 0, 2, "worker", i);
+		start(fx, i, ENV(env[i]),
+		      ARGS("--optimizer", "sgd", "--learning-rate", EQUIV_LR, "--seed", "7",
+		           "--steps-per-epoch", EQUIV_STEPS, "--batch-size", "32", "--model-dir",
+		           dirs[i]));
+	}
+	/* Slot 2: one worker, no TF_CONFIG, the global batch. Slot 3: the
+	 * control, the same one step short. */
+	start(fx, 2, NULL,
+	      ARGS("--optimizer", "sgd", "--learning-rate", EQUIV_LR, "--seed", "7",
+	           "--steps-per-epoch", EQUIV_STEPS, "--batch-size", "64", "--model-dir", dirs[2]));
+	start(fx, 3, NULL,
+	      ARGS("--optimizer", "sgd", "--learning-rate", EQUIV_LR, "--seed", "7",
+	           "--steps-per-epoch", EQUIV_CONTROL_STEPS, "--batch-size", "64", "--model-dir",
+	           dirs[3]));
+	finish_all(fx, 4, TRAIN_SECONDS);
+	for (int i = 0; i < 4; i++)
+		assert_exit(fx, i, 0);
+
+	two = load_model(dirs[0]);
+	one = load_model(dirs[2]);
+	control = load_model(dirs[3]);
+	diff = max_abs_diff(two, one);
+	control_diff = max_abs_diff(control, one);
+	print_message("max |w| %.3g; max |diff| 2 workers x 32 vs 1 x 64: %.3g; one step less: "
+	              "%.3g; tolerance %.0e\n",
+	              max_abs(one), diff, control_diff, EQUIV_TOLERANCE);
+	model_free(two);
+	model_free(one);
+	model_free(control);
+	assert_true(diff <= EQUIV_TOLERANCE);
+	assert_true(control_diff > 10 * EQUIV_TOLERANCE);
+}
+
+/* Starts 3 workers on a run far too long to finish, the chief printing
+ * every step, and returns once the chief has printed step 3: all three are
+ * in the training loop then. */
+static void start_long_run(struct fixture *fx, const char *collective_timeout)
+{
+	char env[3][512];
+	double deadline = testutil_now() + TRAIN_SECONDS;
+
+	pick_ports(fx, 3);
+	for (int i = 0; i < 3; i++) {
+		tf_config_env(env[i], sizeof(env[i]), fx, 0, 3, "worker", i);
+		start(fx, i, ENV(env[i]),
+		      ARGS("--steps-per-epoch", "100000", "--batch-size", "16", "--log-every", "1",
+		           "--collective-timeout", collective_timeout));
+	}
+	for (;;) {
+		char *out = output(fx, 0, "out");
+		int training = strstr(out, " 3/100000 [") != NULL;
+
+		free(out);
+		if (training)
+			return;
+		for (int i = 0; i < 3; i++) {
+			int status = testutil_wait(fx->w[i].pid, 0);
+			if (status >= 0) {
+				collect(fx, i, status);
+				fail_msg("worker %d ended with status %d before training\n"
+				         "stderr:\n%s",
+				         i, status, fx->w[i].err);
+			}
+		}
+		if (testutil_now() > deadline)
+			fail_msg("the chief printed no step 3 in %d s", TRAIN_SECONDS);
+		nanosleep(&(struct timespec){0, 50L * 1000 * 1000}, NULL);
+	}
+}
+
+/* Workers 0 and 2 exit 75 within timeout seconds, both naming a lost peer
+ * and at least one of them naming first_words: the first to notice can
+ * only blame rank 1, then the other may blame the one that just left. */
+static void assert_survivors_give_up(struct fixture *fx, int timeout, const char *first_words)
+{
+	double deadline = testutil_now() + timeout;
+
+	finish(fx, 0, deadline);
+	finish(fx, 2, deadline);
+	assert_exit(fx, 0, 75);
+	assert_exit(fx, 2, 75);
+	testutil_assert_matches(fx->w[0].err, "error lost peer rank [0-9] ");
+	testutil_assert_matches(fx->w[2].err, "error lost peer rank [0-9] ");
+	if (!strstr(fx->w[0].err, first_words) && !strstr(fx->w[2].err, first_words))
+		fail_msg("neither survivor says '%s'\nworker 0:\n%s\nworker 2:\n%s", first_words,
+		         fx->w[0].err, fx->w[2].err);
+}
+
+static void test_a_killed_worker_makes_the_others_exit_75_naming_it(void **state)
+{
+	struct fixture *fx = *state;
+	char words[64];
+
+	start_long_run(fx, "10");
+	testutil_kill(fx->w[1].pid);
+	fx->w[1].pid = 0;
+	snprintf(words, sizeof(words), "lost peer rank 1 ('127.0.0.1:%d')", fx->ports[1]);
+	assert_survivors_give_up(fx, 10 + LOST_PEER_MARGIN, words);
+}
+
+/* A peer that hangs closes nothing: only --collective-timeout notices it. */
+static void test_a_hung_worker_makes_the_others_exit_75_after_the_collective_timeout(void **state)
+{
+	struct fixture *fx = *state;
+
+	start_long_run(fx, "5");
+	assert_int_equal(kill(fx->w[1].pid, SIGSTOP), 0);
+	/* The teardown's SIGKILL ends the stopped worker. */
+	assert_survivors_give_up(fx, 5 + LOST_PEER_MARGIN, "no progress for 5 s");
+}
+
+/* Worker slot i, whose peer runs another configuration, has exited 1: a
+ * restart cannot fix a mismatch. Its log says why (says), either because
+ * the peer refused it or because it refused the peer; in the second case it
+ * stops waiting soon after instead of at its --rendezvous-timeout. Returns 1
+ * if the peer refused it. */
+static int assert_refused(const struct fixture *fx, int i, const char *says)
+{
+	const struct worker *w = &fx->w[i];
+	int peer = 1 - i;
+	char refused[256], refusing[256];
+
+	snprintf(refused, sizeof(refused),
+	         "error rendezvous: rank %d ('127.0.0.1:%d') refused this worker: %s", peer,
+	         fx->ports[peer], says);
+	snprintf(refusing, sizeof(refusing), "(rank %d): %s", peer, says);
+	assert_string_equal(w->out, "");
+	assert_exit(fx, i, 1);
+	if (strstr(w->err, refused))
+		return 1;
+	testutil_assert_contains(w->err, "error rendezvous: refused connection from '127.0.0.1:");
+	testutil_assert_contains(w->err, refusing);
+	return 0;
+}
+
+/* Two workers that disagree refuse each other, and both logs say why. */
+static void test_a_mismatched_peer_is_refused_and_both_say_why(void **state)
+{
+	struct fixture *fx = *state;
+	static const struct {
+		const char *what;
+		int workers[2];     /* how many workers each one's TF_CONFIG lists */
+		const char *job[2]; /* "MWJ_JOB_NAME=...", or NULL */
+		const char *model[2];
+		const char *says;
+	} cases[] = {
+	    {"--model", {2, 2}, {NULL, NULL}, {"cnn-pool", "cnn"}, "model differs"},
+	    {"world size", {3, 2}, {NULL, NULL}, {"cnn", "cnn"}, "world size differs"},
+	    {"MWJ_JOB_NAME",
+	     {2, 2},
+	     {"MWJ_JOB_NAME=alpha", "MWJ_JOB_NAME=beta"},
+	     {"cnn", "cnn"},
+	     "peer belongs to another job"},
+	};
+	char env[2][512];
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		print_message("%s differs\n", cases[c].what);
+		pick_ports(fx, 3);
+		for (int i = 0; i < 2; i++) {
+			tf_config_env(env[i], sizeof(env[i]), fx, 0, cases[c].workers[i], "worker",
+			              i);
+			start(fx, i, ENV(env[i], cases[c].job[i]),
+			      ARGS("--steps-per-epoch", "20", "--model", cases[c].model[i],
+			           "--rendezvous-timeout", MISMATCH_RENDEZVOUS));
+		}
+		finish_all(fx, 2, QUICK_SECONDS);
+		if (assert_refused(fx, 0, cases[c].says) + assert_refused(fx, 1, cases[c].says) ==
+		    0)
+			fail_msg("neither worker was refused:\nworker 0:\n%s\nworker 1:\n%s",
+			         fx->w[0].err, fx->w[1].err);
+	}
+}
+
+static void test_a_worker_left_alone_exits_75_naming_the_peer_it_waited_for(void **state)
+{
+	struct fixture *fx = *state;
+	char env[512], want[128];
+
+	pick_ports(fx, 2);
+	tf_config_env(env, sizeof(env), fx, 0, 2, "worker", 0);
+	start(fx, 0, ENV(env), ARGS("--steps-per-epoch", "20", "--rendezvous-timeout", "2"));
+	finish_all(fx, 1, QUICK_SECONDS);
+	assert_exit(fx, 0, 75);
+	snprintf(want, sizeof(want), "rendezvous: timed out connecting to rank 1 ('127.0.0.1:%d')",
+	         fx->ports[1]);
+	testutil_assert_contains(fx->w[0].err, want);
+	assert_string_equal(fx->w[0].out, "");
+}
+
+static void test_a_bad_tf_config_exits_1_saying_what_is_wrong(void **state)
+{
+	struct fixture *fx = *state;
+	static const struct {
+		const char *tf_config, *says;
+	} cases[] = {
+	    {"{\"cluster\":{\"worker\":[\"127.0.0.1:1\"", "TF_CONFIG: invalid JSON"},
+	    {"{\"cluster\":{\"worker\":[\"127.0.0.1:1\",\"127.0.0.1:2\"]}}",
+	     "TF_CONFIG: 'task' is missing"},
+	    {"{\"cluster\":{\"worker\":[\"127.0.0.1:1\",\"127.0.0.1:2\"]},"
+	     "\"task\":{\"type\":\"worker\",\"index\":2}}",
+	     "TF_CONFIG: 'task.index' is 2, out of range [0, 1]"},
+	    {"{\"cluster\":{\"worker\":[\"127.0.0.1:1\",\"127.0.0.1:1\"]},"
+	     "\"task\":{\"type\":\"worker\",\"index\":0}}",
+	     "are the same address"},
+	    {"{\"cluster\":{\"worker\":[\"127.0.0.1:1\",\"127.0.0.1:99999\"]},"
+	     "\"task\":{\"type\":\"worker\",\"index\":0}}",
+	     "TF_CONFIG: 'cluster.worker[1]': bad port in '127.0.0.1:99999'"},
+	    {"{\"cluster\":{\"worker\":[\"127.0.0.1:1\"],\"ps\":[\"127.0.0.1:2\"]},"
+	     "\"task\":{\"type\":\"ps\",\"index\":0}}",
+	     "'ps' tasks are not supported"},
+	};
+	char env[512];
+	int bad = 0;
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		snprintf(env, sizeof(env), "TF_CONFIG=%s", cases[c].tf_config);
+		start(fx, 0, ENV(env), ARGS("--steps-per-epoch", "1"));
+		finish_all(fx, 1, QUICK_SECONDS);
+		if (fx->w[0].status != 1 || fx->w[0].out[0] != '\0' ||
+		    !strstr(fx->w[0].err, cases[c].says)) {
+			print_error("TF_CONFIG=%s: exit %d, stderr: %s", cases[c].tf_config,
+			            fx->w[0].status, fx->w[0].err);
+			bad++;
+		}
+	}
+	assert_int_equal(bad, 0);
+}
+
+#define TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    TEST(test_two_workers_end_with_the_same_weights_and_only_the_chief_saves),
+	    TEST(test_a_chief_and_two_workers_end_with_the_same_weights),
+	    TEST(test_two_workers_train_the_model_one_worker_trains_with_their_global_batch),
+	    TEST(test_a_killed_worker_makes_the_others_exit_75_naming_it),
+	    TEST(test_a_hung_worker_makes_the_others_exit_75_after_the_collective_timeout),
+	    TEST(test_a_mismatched_peer_is_refused_and_both_say_why),
+	    TEST(test_a_worker_left_alone_exits_75_naming_the_peer_it_waited_for),
+	    TEST(test_a_bad_tf_config_exits_1_saying_what_is_wrong),
+	};
+
+	worker_bin = testutil_worker_bin("test_multiworker");
+	if (worker_bin == NULL)
+		return 1;
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
