@@ -187,8 +187,6 @@ static int serve_step(struct reducer *r, char *err)
 		pthread_mutex_unlock(&r->mu);
 		if (comm_allreduce(r->comm, r->model->grads, b->pieces, b->npieces, err) < 0)
 			return -1;
-		for (int k = 0; k < b->npieces; k++)
-			r->apply(r->ctx, &b->pieces[k]);
 	}
 	return 0;
 }

@@ -172,8 +172,8 @@ static int run_connect(struct run *r, const struct train_config *cfg, char *err)
 }
 
 /* One step: this worker's share of global batch global_step, forward,
- * loss, and the backward pass with each bucket of gradients summed across
- * workers and applied while the rest of the pass runs. Adds the global
+ * loss, the backward pass with each bucket of gradients summed across
+ * workers while the rest of the pass runs, and the update. Adds the global
  * batch's metrics to sums. */
 static int train_step(struct run *r, int batch, uint64_t global_step, struct metrics *sums,
                       char *err)
@@ -189,11 +189,17 @@ static int train_step(struct run *r, int batch, uint64_t global_step, struct met
 	struct loss_sums l = loss_softmax_xent(m->dlogits, model_logits(m), r->y, batch, m->classes,
 	                                       1.0f / (float)((uint64_t)batch * world));
 	double step[3] = {l.loss, (double)l.correct, batch};
-	optimizer_begin_step(&r->opt);
+	/* Alone, each layer is updated inside the backward pass while it is in
+	 * cache; with others, once the summed gradients are all in (reducer.h). */
+	int alone = r->comm.world == 1;
+	if (alone)
+		optimizer_begin_step(&r->opt);
 	reducer_begin(r->reducer, step, 3);
 	model_backward(m, r->x, batch, reducer_grad_ready, r->reducer);
 	if (reducer_finish(r->reducer, err) < 0)
 		return TRAIN_RETRYABLE;
+	if (!alone)
+		optimizer_step(&r->opt, m->params, m->grads);
 	/* Summed across workers, so every worker stops at the same step. */
 	if (!isfinite(step[0]))
 		return err_set(err, "loss is %f at step %llu; lower --learning-rate", step[0],
