@@ -16,20 +16,9 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-BIN_DIR = os.environ.get("MWJ_BIN_DIR", os.path.join(HERE, "..", "build", "bin"))
-TUNED_MALLOC = ("glibc.malloc.mmap_threshold=33554432:"
-                "glibc.malloc.trim_threshold=4294967296")
-
-
-def run_json(cmd, env_extra):
-    env = dict(os.environ, **env_extra)
-    out = subprocess.run(cmd, env=env, check=True, stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, text=True, timeout=900).stdout
-    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+from benchlib import BIN_DIR, HERE, TUNED_MALLOC, run_json
 
 
 def main():
@@ -44,15 +33,15 @@ def main():
                 "ddp_malloc_tuned": []}
         for _ in range(a.reps):
             for r in run_json([bench, "--model", model, "--threads", "1", "--workers", "2",
-                               "--steps", str(a.steps)], {}):
+                               "--steps", str(a.steps)], {}, 900):
                 runs["mwj_2_workers"].append(r["global_samples_per_s"])
             for r in run_json([bench, "--model", model, "--threads", "1",
-                               "--steps", str(a.steps)], {}):
+                               "--steps", str(a.steps)], {}, 900):
                 runs["mwj_1_worker"].append(r["samples_per_s"])
             for label, env in (("ddp_malloc_default", {}),
                                ("ddp_malloc_tuned", {"GLIBC_TUNABLES": TUNED_MALLOC})):
                 for r in run_json(["/usr/bin/python3", os.path.join(HERE, "torch_ddp.py"),
-                                   "--model", model, "--steps", str(a.steps)], env):
+                                   "--model", model, "--steps", str(a.steps)], env, 900):
                     runs[label].append(r["global_samples_per_s"])
         med = {k: statistics.median(v) for k, v in runs.items()}
         for k, v in runs.items():

@@ -16,20 +16,9 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-BIN_DIR = os.environ.get("MWJ_BIN_DIR", os.path.join(HERE, "..", "build", "bin"))
-TUNED_MALLOC = ("glibc.malloc.mmap_threshold=33554432:"
-                "glibc.malloc.trim_threshold=4294967296")
-
-
-def run_json(cmd, env_extra):
-    env = dict(os.environ, **env_extra)
-    out = subprocess.run(cmd, env=env, check=True, stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, text=True).stdout
-    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+from benchlib import BIN_DIR, HERE, TUNED_MALLOC, run_json
 
 
 def torch_configs(threads):

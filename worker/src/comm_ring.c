@@ -57,7 +57,7 @@ int comm_init_ring(struct comm *c, const struct tf_config *tc, const struct hell
 {
 	int lfd, rc, next_fd, prev_fd, world = tc->world, rank = tc->rank;
 	long long t0 = net_now_ms();
-	char next[RING_NAME_LEN], prev[RING_NAME_LEN], addr[TF_CONFIG_HOST_LEN + 8];
+	char next[RING_NAME_LEN], prev[RING_NAME_LEN];
 
 	lfd = net_listen(tc->addrs[rank].port, err);
 	if (lfd < 0)
@@ -69,10 +69,8 @@ int comm_init_ring(struct comm *c, const struct tf_config *tc, const struct hell
 		net_close(lfd);
 		return rc;
 	}
-	tf_address_format(&tc->addrs[(rank + 1) % world], addr, sizeof(addr));
-	snprintf(next, sizeof(next), "rank %d ('%s')", (rank + 1) % world, addr);
-	tf_address_format(&tc->addrs[(rank + world - 1) % world], addr, sizeof(addr));
-	snprintf(prev, sizeof(prev), "rank %d ('%s')", (rank + world - 1) % world, addr);
+	rendezvous_rank_name(tc, (rank + 1) % world, next, sizeof(next));
+	rendezvous_rank_name(tc, (rank + world - 1) % world, prev, sizeof(prev));
 	net_tune(next_fd, collective_ms);
 	net_tune(prev_fd, collective_ms);
 	struct ring_state *s = xcalloc(1, sizeof(*s));

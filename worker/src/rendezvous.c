@@ -155,7 +155,7 @@ int rendezvous_check(const struct hello *mine, const struct hello *theirs, uint3
 	return 0;
 }
 
-static void rank_name(const struct tf_config *tc, int rank, char *out, size_t n)
+void rendezvous_rank_name(const struct tf_config *tc, int rank, char *out, size_t n)
 {
 	char addr[TF_CONFIG_HOST_LEN + 16];
 
@@ -182,7 +182,7 @@ static int connect_next(const struct tf_config *tc, const struct hello *me, long
 	struct hello theirs = {0};
 	long long left = deadline - net_now_ms();
 
-	rank_name(tc, next, name, sizeof(name));
+	rendezvous_rank_name(tc, next, name, sizeof(name));
 	fd = net_connect(a->host, a->port, left < 5000 ? (int)(left > 0 ? left : 1) : 5000, &retry,
 	                 err);
 	if (fd < 0)
@@ -313,7 +313,7 @@ int rendezvous_join(int lfd, const struct tf_config *tc, const struct hello *me,
 	if (fd < 0)
 		atomic_store(&a.deadline, 0); /* no ring without the next rank */
 	pthread_join(thread, NULL);
-	rank_name(tc, (tc->rank + 1) % tc->world, name, sizeof(name));
+	rendezvous_rank_name(tc, (tc->rank + 1) % tc->world, name, sizeof(name));
 	if (fd == RENDEZVOUS_REFUSED) {
 		net_close(a.fd);
 		err_set(err, "rendezvous: %s", last);
@@ -337,7 +337,8 @@ int rendezvous_join(int lfd, const struct tf_config *tc, const struct hello *me,
 	}
 	if (a.rc < 0) {
 		net_close(fd);
-		rank_name(tc, (tc->rank + tc->world - 1) % tc->world, name, sizeof(name));
+		rendezvous_rank_name(tc, (tc->rank + tc->world - 1) % tc->world, name,
+		                     sizeof(name));
 		return err_set(err, "rendezvous: timed out waiting for %s: %s", name, a.err);
 	}
 	*next_fd = fd;

@@ -11,6 +11,7 @@
 #ifndef MWJ_RENDEZVOUS_H
 #define MWJ_RENDEZVOUS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tf_config.h"
@@ -35,6 +36,10 @@ struct hello {
 /* The job identity: a hash of job_name (may be "") and every cluster
  * address in rank order. */
 uint64_t rendezvous_job_hash(const char *job_name, const struct tf_config *tc);
+
+/* Writes "rank R ('host:port')", how messages name rank of tc, into out
+ * (n bytes). */
+void rendezvous_rank_name(const struct tf_config *tc, int rank, char *out, size_t n);
 
 /* Joins the ring as tc's rank, listening on lfd (net_listen on the rank's
  * port), before deadline_ms (net_now_ms clock). On success sets *next_fd and

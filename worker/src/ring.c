@@ -177,7 +177,6 @@ static int pump_send(struct engine *e, char *err)
 			return lost(e->r->next_name, strerror(errno), err);
 		}
 		moved = 1;
-		e->r->bytes_sent += (uint64_t)k;
 		c->done += (size_t)k;
 		if (lo + (size_t)k == hi) {
 			c->i++;
@@ -216,7 +215,6 @@ static int pump_recv(struct engine *e, char *err)
 			return lost(e->r->prev_name, strerror(errno), err);
 		}
 		moved = 1;
-		e->r->bytes_received += (uint64_t)k;
 		c->done += (size_t)k;
 		if (lo + c->done == hi) {
 			if (op->reduce)

@@ -39,7 +39,6 @@ struct ring {
 	char *scratch;    /* (seg_bytes): one received segment awaiting its sum */
 	struct ring_op *ops;
 	size_t ops_cap;
-	uint64_t bytes_sent, bytes_received;
 };
 
 /* Sets up r over two connected sockets (non-blocking, see net.h), taking

@@ -165,9 +165,10 @@ static int run_connect(struct run *r, const struct train_config *cfg, char *err)
 	}
 	r->reducer = reducer_new(&r->comm, r->model, 0, update_slice, r);
 	if (r->comm.world > 1)
-		log_info("training as rank %d of %d: gradients in %d buckets, global batch %ld",
-		         r->comm.rank, r->comm.world, reducer_buckets(r->reducer),
-		         (long)cfg->batch_size * r->comm.world);
+		log_info("training as rank %d of %d over the %s communicator: gradients in %d "
+		         "buckets, global batch %ld",
+		         r->comm.rank, r->comm.world, comm_name(&r->comm),
+		         reducer_buckets(r->reducer), (long)cfg->batch_size * r->comm.world);
 	return 0;
 }
 
