@@ -167,6 +167,23 @@ int json_get_i64(const cJSON *obj, const char *path, const char *name, int64_t m
 	return to_i64(it, path, name, min, max, out, err);
 }
 
+int json_get_double(const cJSON *obj, const char *path, const char *name, double min, double max,
+                    double *out, char *err)
+{
+	const cJSON *it = NULL;
+	char what[ERR_LEN];
+
+	if (find_member(obj, path, name, 1, &it, err) < 0)
+		return -1;
+	if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble))
+		return type_error(path, name, "a number", err);
+	member_name(what, path, name);
+	if (it->valuedouble < min || it->valuedouble > max)
+		return err_set(err, "'%s' is out of range [%g, %g]", what, min, max);
+	*out = it->valuedouble;
+	return 0;
+}
+
 int json_get_bool(const cJSON *obj, const char *path, const char *name, int *out, char *err)
 {
 	const cJSON *it = NULL;

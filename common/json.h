@@ -29,6 +29,9 @@ int json_get_string(const cJSON *obj, const char *path, const char *name, const 
 int json_get_i64(const cJSON *obj, const char *path, const char *name, int64_t min, int64_t max,
                  int64_t *out, char *err);
 int json_get_bool(const cJSON *obj, const char *path, const char *name, int *out, char *err);
+/* A finite number in [min, max]. */
+int json_get_double(const cJSON *obj, const char *path, const char *name, double min, double max,
+                    double *out, char *err);
 
 /* Optional members: return 0 and leave *out untouched if absent (or null);
  * -1 if present with the wrong type or out of range. */

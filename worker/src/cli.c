@@ -31,6 +31,9 @@ enum flag_id {
 	F_LOG_EVERY,
 	F_RENDEZVOUS_TIMEOUT,
 	F_COLLECTIVE_TIMEOUT,
+	F_BACKUP_DIR,
+	F_SAVE_FREQ,
+	F_KEEP_BACKUPS,
 	F_HELP,
 };
 
@@ -66,7 +69,13 @@ static const struct flag TRAIN_FLAGS[] = {
     {"rendezvous-timeout", F_RENDEZVOUS_TIMEOUT, "SECONDS",
      "how long to wait for the other workers before exiting 75 (default: 300)"},
     {"collective-timeout", F_COLLECTIVE_TIMEOUT, "SECONDS",
-     "a collective making no progress this long means a lost peer: exit 75 (default: 60)"},
+     "a collective making no progress this long means a lost peer (default: 60)"},
+    {"backup-dir", F_BACKUP_DIR, "DIR",
+     "where the chief keeps backups to resume from (default: $MWJ_BACKUP_DIR, or none)"},
+    {"save-freq", F_SAVE_FREQ, "epoch|N",
+     "write a backup every epoch or every N steps (default: epoch)"},
+    {"keep-backups", F_KEEP_BACKUPS, NULL,
+     "leave the backups after a successful run (default: they are removed)"},
     {"help", F_HELP, NULL, "print this help and exit"},
 };
 
@@ -142,12 +151,14 @@ int cli_default_threads(void)
 	return n < 1 ? 1 : n;
 }
 
-static int set_path(char *dst, const char *src, const char *what, char *err)
+/* Copies a path given by a flag or variable; the caller names which. */
+static int set_path(char *dst, const char *src, char *err)
 {
 	if (strlen(src) >= TRAIN_PATH_LEN)
-		return err_set(err, "%s: path too long", what);
+		return err_set(err, "path too long (%zu bytes, at most %d)", strlen(src),
+		               TRAIN_PATH_LEN - 1);
 	if (!src[0])
-		return err_set(err, "%s: empty path", what);
+		return err_set(err, "'' is an empty path");
 	strcpy(dst, src);
 	return 0;
 }
@@ -174,6 +185,7 @@ static void defaults(struct cli *c)
 	env = getenv("MWJ_MODEL_DIR");
 	if (env && env[0] && strlen(env) < TRAIN_PATH_LEN)
 		strcpy(t->model_dir, env);
+	t->save_freq = SAVE_FREQ_EPOCH;
 	memset(&c->eval, 0, sizeof(c->eval));
 	strcpy(c->eval.model_dir, t->model_dir);
 	strcpy(c->eval.data_dir, t->data_dir);
@@ -200,6 +212,9 @@ static int apply_env(struct cli *c, char *err)
 		return err_set(err, "MWJ_JOB_NAME: longer than %zu characters",
 		               sizeof(c->train.job_name) - 1);
 	snprintf(c->train.job_name, sizeof(c->train.job_name), "%s", env ? env : "");
+	env = getenv("MWJ_BACKUP_DIR");
+	if (env && env[0] && set_path(c->train.backup_dir, env, err) < 0)
+		return err_prefix(err, "MWJ_BACKUP_DIR");
 	return 0;
 }
 
@@ -241,7 +256,7 @@ static int apply_flag(struct cli *c, enum flag_id id, const char *arg, char *err
 	case F_SEED:
 		return parse_u64(arg, 0, UINT64_MAX, &t->seed, err);
 	case F_DATA_DIR:
-		return set_path(train ? t->data_dir : e->data_dir, arg, "--data-dir", err);
+		return set_path(train ? t->data_dir : e->data_dir, arg, err);
 	case F_VAL_STEPS:
 		if (strcmp(arg, "all") == 0) {
 			t->validation_steps = VALIDATION_ALL;
@@ -252,7 +267,7 @@ static int apply_flag(struct cli *c, enum flag_id id, const char *arg, char *err
 		t->validation_steps = (long)v;
 		return 0;
 	case F_MODEL_DIR:
-		return set_path(train ? t->model_dir : e->model_dir, arg, "--model-dir", err);
+		return set_path(train ? t->model_dir : e->model_dir, arg, err);
 	case F_THREADS:
 		return parse_int(arg, 1, 256, train ? &t->threads : &e->threads, err);
 	case F_LOG_FORMAT:
@@ -273,6 +288,21 @@ static int apply_flag(struct cli *c, enum flag_id id, const char *arg, char *err
 		return parse_int(arg, 1, 86400, &t->rendezvous_timeout, err);
 	case F_COLLECTIVE_TIMEOUT:
 		return parse_int(arg, 1, 86400, &t->collective_timeout, err);
+	case F_BACKUP_DIR:
+		return set_path(t->backup_dir, arg, err);
+	case F_SAVE_FREQ:
+		if (strcmp(arg, "epoch") == 0) {
+			t->save_freq = SAVE_FREQ_EPOCH;
+			return 0;
+		}
+		if (parse_i64(arg, 1, 1000000000, &v, err) < 0)
+			return err_set(err, "'%s' is not 'epoch' or a number of steps in [1, 1e9]",
+			               arg);
+		t->save_freq = (long)v;
+		return 0;
+	case F_KEEP_BACKUPS:
+		t->keep_backups = 1;
+		return 0;
 	case F_HELP:
 		break;
 	}
@@ -415,6 +445,13 @@ void cli_log_config(const struct cli *c)
 	         t->model, t->epochs, steps, t->batch_size, t->learning_rate,
 	         optimizer_name(t->optimizer), t->momentum, t->seed, t->data_dir, val, t->model_dir,
 	         t->threads, t->log_every);
+	if (t->backup_dir[0]) {
+		char freq[32] = "epoch";
+		if (t->save_freq != SAVE_FREQ_EPOCH)
+			snprintf(freq, sizeof(freq), "%ld", t->save_freq);
+		log_info("config: backup_dir='%s' save_freq=%s keep_backups=%s", t->backup_dir,
+		         freq, t->keep_backups ? "yes" : "no");
+	}
 	if (c->cluster.world > 1)
 		log_info("config: world=%d rank=%d task=%s:%d job='%s' rendezvous_timeout=%ds "
 		         "collective_timeout=%ds",

@@ -22,13 +22,25 @@ static int local_broadcast(struct comm *c, void *buf, size_t bytes, int root, ch
 	return 0;
 }
 
+static void local_leave(struct comm *c)
+{
+	(void)c;
+}
+
+static int local_rejoin(struct comm *c, int timeout_ms, char *err)
+{
+	(void)c, (void)timeout_ms, (void)err;
+	return 0;
+}
+
 static void local_release(struct comm *c)
 {
 	(void)c;
 }
 
 static const struct comm_ops LOCAL_OPS = {
-    "local", local_allreduce, local_allreduce_f64, local_broadcast, local_release,
+    "local",     local_allreduce, local_allreduce_f64, local_broadcast,
+    local_leave, local_rejoin,    local_release,
 };
 
 void comm_init_local(struct comm *c)
@@ -58,6 +70,16 @@ int comm_allreduce_f64(struct comm *c, double *v, size_t n, char *err)
 int comm_broadcast(struct comm *c, void *buf, size_t bytes, int root, char *err)
 {
 	return c->ops->broadcast(c, buf, bytes, root, err);
+}
+
+void comm_leave(struct comm *c)
+{
+	c->ops->leave(c);
+}
+
+int comm_rejoin(struct comm *c, int timeout_ms, char *err)
+{
+	return c->ops->rejoin(c, timeout_ms, err);
 }
 
 const char *comm_name(const struct comm *c)

@@ -9,8 +9,9 @@
  *
  * Every rank must issue the same collectives in the same order with the same
  * lengths, from one thread at a time. Failures of a networked backend are
- * retryable (a peer lost or timed out): the caller exits 75 so that the
- * operator restarts the worker.
+ * retryable (a peer lost or timed out): the caller leaves the broken group
+ * and rejoins it once the operator has replaced the lost worker, or exits 75
+ * if no replacement comes.
  */
 #ifndef MWJ_COMM_H
 #define MWJ_COMM_H
@@ -27,6 +28,8 @@ struct comm_ops {
 	                 char *err);
 	int (*allreduce_f64)(struct comm *c, double *v, size_t n, char *err);
 	int (*broadcast)(struct comm *c, void *buf, size_t bytes, int root, char *err);
+	void (*leave)(struct comm *c);
+	int (*rejoin)(struct comm *c, int timeout_ms, char *err);
 	void (*release)(struct comm *c);
 };
 
@@ -52,6 +55,17 @@ int comm_allreduce(struct comm *c, float *base, const struct grad_slice *pieces,
                    char *err);
 int comm_allreduce_f64(struct comm *c, double *v, size_t n, char *err);
 int comm_broadcast(struct comm *c, void *buf, size_t bytes, int root, char *err);
+
+/* After a failed collective: comm_leave drops this worker's connections at
+ * once, so that the peers still waiting on them fail too instead of waiting
+ * out their time-out, and keeps listening for newcomers. comm_rejoin
+ * (which leaves first if needed) forms the group again with the same
+ * members, waiting up to timeout_ms for a lost member's replacement.
+ * Returns 0; -1 with a message on a time-out (retryable: exit 75); the
+ * rendezvous codes RENDEZVOUS_REFUSED (exit 1) and RENDEZVOUS_STOPPED (a
+ * preemption notice came). A world of one has nothing to leave or join. */
+void comm_leave(struct comm *c);
+int comm_rejoin(struct comm *c, int timeout_ms, char *err);
 
 /* The backend's name: "local" or "ring". */
 const char *comm_name(const struct comm *c);

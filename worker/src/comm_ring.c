@@ -11,6 +11,10 @@
 
 struct ring_state {
 	int lfd; /* kept open: a replacement worker rejoins through it */
+	const struct tf_config *tc;
+	struct hello me;
+	int collective_ms;
+	int joined; /* ring holds connections */
 	struct ring ring;
 };
 
@@ -36,48 +40,83 @@ static int ring_comm_broadcast(struct comm *c, void *buf, size_t bytes, int root
 	return ring_broadcast(&s->ring, buf, bytes, root, err);
 }
 
+static void ring_comm_leave(struct comm *c)
+{
+	struct ring_state *s = c->impl;
+
+	if (s->joined)
+		ring_release(&s->ring);
+	s->joined = 0;
+}
+
+/* Meets the neighbours through s->lfd before deadline_ms and sets the ring
+ * up over the two connections. */
+static int join(struct ring_state *s, long long deadline_ms, char *err)
+{
+	const struct tf_config *tc = s->tc;
+	int rc, next_fd, prev_fd, world = tc->world, rank = tc->rank;
+	long long t0 = net_now_ms();
+	char next[RING_NAME_LEN], prev[RING_NAME_LEN];
+
+	rc = rendezvous_join(s->lfd, tc, &s->me, deadline_ms, &next_fd, &prev_fd, err);
+	if (rc < 0)
+		return rc;
+	rendezvous_rank_name(tc, (rank + 1) % world, next, sizeof(next));
+	rendezvous_rank_name(tc, (rank + world - 1) % world, prev, sizeof(prev));
+	net_tune(next_fd, s->collective_ms);
+	net_tune(prev_fd, s->collective_ms);
+	ring_init(&s->ring, world, rank, next_fd, prev_fd, next, prev, s->collective_ms);
+	s->joined = 1;
+	log_info("rendezvous: ring of %d formed in %.2f s (next %s, previous %s)", world,
+	         (double)(net_now_ms() - t0) / 1000.0, next, prev);
+	return 0;
+}
+
+static int ring_comm_rejoin(struct comm *c, int timeout_ms, char *err)
+{
+	struct ring_state *s = c->impl;
+
+	ring_comm_leave(c);
+	return join(s, net_now_ms() + timeout_ms, err);
+}
+
 static void ring_comm_release(struct comm *c)
 {
 	struct ring_state *s = c->impl;
 
 	if (!s)
 		return;
-	ring_release(&s->ring);
+	ring_comm_leave(c);
 	net_close(s->lfd);
 	free(s);
 	c->impl = NULL;
 }
 
 static const struct comm_ops RING_OPS = {
-    "ring", ring_comm_allreduce, ring_comm_allreduce_f64, ring_comm_broadcast, ring_comm_release,
+    "ring",          ring_comm_allreduce, ring_comm_allreduce_f64, ring_comm_broadcast,
+    ring_comm_leave, ring_comm_rejoin,    ring_comm_release,
 };
 
 int comm_init_ring(struct comm *c, const struct tf_config *tc, const struct hello *me,
                    int rendezvous_ms, int collective_ms, char *err)
 {
-	int lfd, rc, next_fd, prev_fd, world = tc->world, rank = tc->rank;
-	long long t0 = net_now_ms();
-	char next[RING_NAME_LEN], prev[RING_NAME_LEN];
+	long long deadline = net_now_ms() + rendezvous_ms;
+	struct ring_state *s;
+	int lfd, rc;
 
-	lfd = net_listen(tc->addrs[rank].port, err);
+	lfd = net_listen(tc->addrs[tc->rank].port, err);
 	if (lfd < 0)
 		return -1;
-	log_info("rendezvous: rank %d of %d listening on port %d", rank, world,
-	         tc->addrs[rank].port);
-	rc = rendezvous_join(lfd, tc, me, t0 + rendezvous_ms, &next_fd, &prev_fd, err);
+	log_info("rendezvous: rank %d of %d listening on port %d", tc->rank, tc->world,
+	         tc->addrs[tc->rank].port);
+	s = xcalloc(1, sizeof(*s));
+	*s = (struct ring_state){.lfd = lfd, .tc = tc, .me = *me, .collective_ms = collective_ms};
+	rc = join(s, deadline, err);
 	if (rc < 0) {
 		net_close(lfd);
+		free(s);
 		return rc;
 	}
-	rendezvous_rank_name(tc, (rank + 1) % world, next, sizeof(next));
-	rendezvous_rank_name(tc, (rank + world - 1) % world, prev, sizeof(prev));
-	net_tune(next_fd, collective_ms);
-	net_tune(prev_fd, collective_ms);
-	struct ring_state *s = xcalloc(1, sizeof(*s));
-	s->lfd = lfd;
-	ring_init(&s->ring, world, rank, next_fd, prev_fd, next, prev, collective_ms);
-	*c = (struct comm){&RING_OPS, world, rank, s};
-	log_info("rendezvous: ring of %d formed in %.2f s (next %s, previous %s)", world,
-	         (double)(net_now_ms() - t0) / 1000.0, next, prev);
+	*c = (struct comm){&RING_OPS, tc->world, tc->rank, s};
 	return 0;
 }

@@ -12,7 +12,8 @@
  * c up over it; collectives that make no progress for collective_ms fail.
  * Returns 0; -1 with a message if the rendezvous timed out or the port is
  * taken (retryable, exit 75); RENDEZVOUS_REFUSED if a peer refused this
- * worker (exit 1). */
+ * worker (exit 1); RENDEZVOUS_STOPPED if a preemption notice came. tc must
+ * outlive c: comm_rejoin meets the same cluster again. */
 int comm_init_ring(struct comm *c, const struct tf_config *tc, const struct hello *me,
                    int rendezvous_ms, int collective_ms, char *err);
 

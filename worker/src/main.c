@@ -5,6 +5,7 @@
 #include "err.h"
 #include "evaluate.h"
 #include "log.h"
+#include "preempt.h"
 #include "trainer.h"
 
 /* The exit status for a failure that a restart can fix (sysexits' EX_TEMPFAIL):
@@ -28,11 +29,19 @@ int main(int argc, char **argv)
 	log_set_level(c.log_level);
 	log_set_format(c.log_format);
 	cli_log_config(&c);
-	if (c.cmd == CLI_TRAIN)
+	if (c.cmd == CLI_TRAIN) {
+		preempt_install();
 		rc = trainer_fit(&c.train, stdout, NULL, err);
-	else
+	} else {
 		rc = evaluate_run(&c.eval, stdout, err);
+	}
 	cli_release(&c);
+	/* Stopped as asked, progress saved: what a shell reports for the
+	 * signal, so that Kubernetes and the operator see a preemption. */
+	if (rc == TRAIN_PREEMPTED) {
+		log_warn("%s", err);
+		return 128 + preempt_signal();
+	}
 	if (rc < 0) {
 		log_error("%s", err);
 		return rc == TRAIN_RETRYABLE ? EXIT_RETRYABLE : 1;

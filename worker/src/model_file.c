@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "atomic_file.h"
+#include "bytes.h"
 #include "crc32c.h"
 #include "err.h"
 #include "json.h"
@@ -18,17 +19,6 @@
 static const unsigned char MAGIC[8] = {'M', 'W', 'J', 'M', 'O', 'D', 'E', 'L'};
 #define PREFIX_LEN 16
 #define PATH_LEN   4096
-
-static void put_u32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get_u32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 static char *header_json(const struct model *m, const struct model_file_info *info)
 {
@@ -84,12 +74,12 @@ int model_file_save(const char *dir, const struct model *m, const struct model_f
 		die("out of memory");
 	json_len = strlen(json);
 	memcpy(prefix, MAGIC, sizeof(MAGIC));
-	put_u32(prefix + 8, MODEL_FILE_VERSION);
-	put_u32(prefix + 12, (uint32_t)json_len);
+	bytes_put_le32(prefix + 8, MODEL_FILE_VERSION);
+	bytes_put_le32(prefix + 12, (uint32_t)json_len);
 	crc = crc32c(prefix, sizeof(prefix));
 	crc = crc32c_update(crc, json, json_len);
 	crc = crc32c_update(crc, m->params, params_len);
-	put_u32(trailer, crc);
+	bytes_put_le32(trailer, crc);
 	{
 		const void *bufs[] = {prefix, json, m->params, trailer};
 		size_t lens[] = {sizeof(prefix), json_len, params_len, sizeof(trailer)};
@@ -182,19 +172,19 @@ struct model *model_file_load(const char *dir, int max_batch, char *err)
 		err_set(err, "'%s': truncated: %zu bytes, less than a header", path, len);
 		goto out;
 	}
-	version = get_u32(buf + 8);
+	version = bytes_get_le32(buf + 8);
 	if (version != MODEL_FILE_VERSION) {
 		err_set(err, "'%s': unsupported model format version %u (this build reads %d)",
 		        path, version, MODEL_FILE_VERSION);
 		goto out;
 	}
-	json_len = get_u32(buf + 12);
+	json_len = bytes_get_le32(buf + 12);
 	if (json_len > len - PREFIX_LEN - 4) {
 		err_set(err, "'%s': truncated: header claims %zu bytes, file has %zu", path,
 		        json_len, len);
 		goto out;
 	}
-	if (crc32c(buf, len - 4) != get_u32(buf + len - 4)) {
+	if (crc32c(buf, len - 4) != bytes_get_le32(buf + len - 4)) {
 		err_set(err, "'%s': checksum mismatch (file is corrupt or truncated)", path);
 		goto out;
 	}

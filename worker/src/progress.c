@@ -100,9 +100,11 @@ static void print_text(struct progress *p, long current, const struct metrics *r
 
 	if (final) {
 		n += snprintf(line + n, sizeof(line) - n, " - %.0fs", elapsed);
-		n += fmt_per_step(line + n, sizeof(line) - n, current ? elapsed / current : 0.0);
+		n += fmt_per_step(line + n, sizeof(line) - n,
+		                  current > p->done ? elapsed / (double)(current - p->done) : 0.0);
 	} else {
-		fmt_eta(line + n, sizeof(line) - n, elapsed / current * (p->target - current));
+		double per_step = current > p->done ? elapsed / (double)(current - p->done) : 0.0;
+		fmt_eta(line + n, sizeof(line) - n, per_step * (double)(p->target - current));
 		n += (int)strlen(line + n);
 	}
 	n += fmt_metrics(line + n, sizeof(line) - n, "", run);
@@ -140,9 +142,12 @@ static void print_json(struct progress *p, const char *event, long current, long
 	}
 	cJSON_AddNumberToObject(o, "examples", run->count);
 	cJSON_AddNumberToObject(o, "seconds", elapsed);
-	cJSON_AddNumberToObject(o, "ms_per_step", current ? elapsed * 1e3 / current : 0.0);
+	cJSON_AddNumberToObject(o, "ms_per_step",
+	                        current > p->done ? elapsed * 1e3 / (double)(current - p->done)
+	                                          : 0.0);
 	cJSON_AddNumberToObject(o, "samples_per_sec",
-	                        elapsed > 0 ? (double)current * p->batch / elapsed : 0.0);
+	                        elapsed > 0 ? (double)(current - p->done) * p->batch / elapsed
+	                                    : 0.0);
 	text = cJSON_PrintUnformatted(o);
 	if (text) {
 		fprintf(p->out, "%s\n", text);
@@ -152,11 +157,12 @@ static void print_json(struct progress *p, const char *event, long current, long
 	cJSON_Delete(o);
 }
 
-void progress_epoch_begin(struct progress *p, int epoch, int epochs, long steps)
+void progress_epoch_begin(struct progress *p, int epoch, int epochs, long steps, long done)
 {
 	p->epoch = epoch;
 	p->epochs = epochs;
 	p->target = steps;
+	p->done = done;
 	p->start = p->last = progress_now();
 	if (p->mode == PROGRESS_BAR || p->mode == PROGRESS_LINES) {
 		fprintf(p->out, "Epoch %d/%d\n", epoch, epochs);

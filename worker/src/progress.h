@@ -24,6 +24,7 @@ struct progress {
 	const char *what; /* "epoch" or "evaluate" in JSON */
 	int epoch, epochs;
 	long target;        /* steps in this epoch */
+	long done;          /* steps of it done before it began here (a resumed run) */
 	double start, last; /* seconds, monotonic */
 };
 
@@ -31,8 +32,10 @@ struct progress {
  * plain lines. */
 void progress_init(struct progress *p, FILE *out, int json, long every, long batch);
 
-/* Prints "Epoch e/E" (text) and starts the clock. */
-void progress_epoch_begin(struct progress *p, int epoch, int epochs, long steps);
+/* Prints "Epoch e/E" (text) and starts the clock. done is how many of the
+ * epoch's steps were done before (by a run this one resumes), so that times
+ * per step count only the steps run from here. */
+void progress_epoch_begin(struct progress *p, int epoch, int epochs, long steps, long done);
 
 /* Reports that step (1-based) of the epoch is done with the running metrics. */
 void progress_step(struct progress *p, long step, long global_step, const struct metrics *run);

@@ -8,16 +8,20 @@
 #include <string.h>
 #include <time.h>
 
+#include "bytes.h"
 #include "err.h"
 #include "hash.h"
 #include "log.h"
 #include "net.h"
+#include "preempt.h"
 
 #define HELLO_BYTES      88
 #define REPLY_MSG_BYTES  256
 #define REPLY_BYTES      (HELLO_BYTES + 4 + REPLY_MSG_BYTES)
 #define BACKOFF_FIRST_MS 50
-#define BACKOFF_MAX_MS   2000
+/* Low, because a survivor waiting for a replacement worker polls it at this
+ * pace, and recovery time depends on how soon it notices the newcomer. */
+#define BACKOFF_MAX_MS 250
 /* How long one accepted connection may take to say hello. */
 #define HELLO_TIMEOUT_MS 10000
 #define NAME_LEN         (TF_CONFIG_HOST_LEN + 64)
@@ -46,22 +50,6 @@ static uint64_t get64(const unsigned char *p)
 	return (uint64_t)get32(p) << 32 | get32(p + 4);
 }
 
-static uint64_t double_bits(double d)
-{
-	uint64_t u;
-
-	memcpy(&u, &d, sizeof(u));
-	return u;
-}
-
-static double bits_double(uint64_t u)
-{
-	double d;
-
-	memcpy(&d, &u, sizeof(d));
-	return d;
-}
-
 static void hello_encode(unsigned char *p, const struct hello *h)
 {
 	memcpy(p, HELLO_MAGIC, sizeof(HELLO_MAGIC));
@@ -72,8 +60,8 @@ static void hello_encode(unsigned char *p, const struct hello *h)
 	put64(p + 24, h->job_hash);
 	put64(p + 32, h->arch_hash);
 	put64(p + 40, h->seed);
-	put64(p + 48, double_bits(h->learning_rate));
-	put64(p + 56, double_bits(h->momentum));
+	put64(p + 48, bytes_f64_bits(h->learning_rate));
+	put64(p + 56, bytes_f64_bits(h->momentum));
 	put32(p + 64, h->optimizer);
 	put32(p + 68, h->epochs);
 	put64(p + 72, h->steps_per_epoch);
@@ -94,8 +82,8 @@ static int hello_decode(struct hello *h, const unsigned char *p, char *why)
 	                    get32(p + 64),
 	                    get32(p + 68),
 	                    get64(p + 72),
-	                    bits_double(get64(p + 48)),
-	                    bits_double(get64(p + 56))};
+	                    bytes_bits_f64(get64(p + 48)),
+	                    bytes_bits_f64(get64(p + 56))};
 	return 0;
 }
 
@@ -220,6 +208,7 @@ struct acceptor {
 	_Atomic long long deadline; /* lowered to stop the wait early */
 	int fd, rc;
 	_Atomic long long refused_at; /* when a connection was refused (its reason in why), or 0 */
+	atomic_int done;              /* the thread has set fd and rc */
 	char why[ERR_LEN];
 	char err[ERR_LEN];
 };
@@ -267,27 +256,30 @@ static void *accept_prev(void *arg)
 		long long left = a->deadline - net_now_ms();
 		if (left <= 0) {
 			a->rc = err_set(a->err, "no connection from the previous rank");
-			return NULL;
+			break;
 		}
 		int fd =
 		    net_accept(a->lfd, left > 1000 ? 1000 : (int)left, peer, sizeof(peer), a->err);
 		if (fd < 0 && a->err[0]) {
 			a->rc = -1;
-			return NULL;
+			break;
 		}
 		if (fd >= 0 && answer(a, fd, peer) == 0) {
 			a->fd = fd;
 			a->rc = 0;
-			return NULL;
+			break;
 		}
 		net_close(fd);
 	}
+	atomic_store(&a->done, 1);
+	return NULL;
 }
 
 int rendezvous_join(int lfd, const struct tf_config *tc, const struct hello *me,
                     long long deadline_ms, int *next_fd, int *prev_fd, char *err)
 {
-	struct acceptor a = {lfd, tc, me, deadline_ms, -1, -1, 0, "", ""};
+	struct acceptor a = {
+	    .lfd = lfd, .tc = tc, .me = me, .deadline = deadline_ms, .fd = -1, .rc = -1};
 	long long backoff = BACKOFF_FIRST_MS;
 	char last[ERR_LEN] = "not tried", name[NAME_LEN];
 	pthread_t thread;
@@ -297,6 +289,10 @@ int rendezvous_join(int lfd, const struct tf_config *tc, const struct hello *me,
 	if (pthread_create(&thread, NULL, accept_prev, &a) != 0)
 		return err_set(err, "rendezvous: cannot start a thread");
 	while (net_now_ms() < deadline_ms) {
+		if (preempt_signal()) {
+			fd = RENDEZVOUS_STOPPED;
+			break;
+		}
 		fd = connect_next(tc, me, deadline_ms, last);
 		if (fd >= 0 || fd == RENDEZVOUS_REFUSED)
 			break;
@@ -312,8 +308,19 @@ int rendezvous_join(int lfd, const struct tf_config *tc, const struct hello *me,
 	}
 	if (fd < 0)
 		atomic_store(&a.deadline, 0); /* no ring without the next rank */
+	while (!atomic_load(&a.done)) {
+		if (preempt_signal())
+			atomic_store(&a.deadline, 0);
+		sleep_ms(20);
+	}
 	pthread_join(thread, NULL);
 	rendezvous_rank_name(tc, (tc->rank + 1) % tc->world, name, sizeof(name));
+	if (fd == RENDEZVOUS_STOPPED || (a.rc < 0 && preempt_signal())) {
+		net_close(fd);
+		net_close(a.fd);
+		err_set(err, "rendezvous: stopped by signal %d", preempt_signal());
+		return RENDEZVOUS_STOPPED;
+	}
 	if (fd == RENDEZVOUS_REFUSED) {
 		net_close(a.fd);
 		err_set(err, "rendezvous: %s", last);

@@ -21,6 +21,8 @@
 /* Returned besides 0 and -1 when a peer refused this worker: its
  * configuration differs, and restarting cannot fix that (exit 1). */
 #define RENDEZVOUS_REFUSED (-2)
+/* Returned when a preemption notice (preempt.h) arrived during the wait. */
+#define RENDEZVOUS_STOPPED (-3)
 
 /* What must agree across the ring. */
 struct hello {
@@ -45,7 +47,8 @@ void rendezvous_rank_name(const struct tf_config *tc, int rank, char *out, size_
  * port), before deadline_ms (net_now_ms clock). On success sets *next_fd and
  * *prev_fd to connected, checked sockets and returns 0. Returns -1 with a
  * message when the deadline passes (retryable: exit 75) or on a system
- * error, and RENDEZVOUS_REFUSED when a peer refused this worker's hello. A
+ * error, RENDEZVOUS_REFUSED when a peer refused this worker's hello, and
+ * RENDEZVOUS_STOPPED when a preemption notice came (preempt.h). A
  * refused incoming connection is logged and the wait goes on. */
 int rendezvous_join(int lfd, const struct tf_config *tc, const struct hello *me,
                     long long deadline_ms, int *next_fd, int *prev_fd, char *err);

@@ -1,10 +1,13 @@
-/* trainer.c - the training loop: data stream, step, metrics, model output. */
+/* trainer.c - the training loop: data stream, step, metrics, backups,
+ * resynchronizing after a lost peer, model output. */
 #include "trainer.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backup.h"
+#include "bytes.h"
 #include "comm_ring.h"
 #include "digest.h"
 #include "err.h"
@@ -12,6 +15,7 @@
 #include "loss.h"
 #include "model_file.h"
 #include "parallel.h"
+#include "preempt.h"
 #include "progress.h"
 #include "reducer.h"
 
@@ -78,6 +82,10 @@ struct metrics trainer_evaluate(struct model *m, const struct dataset *ds, int b
 	return sums;
 }
 
+/* Returned inside this file when a collective failed: the ring is broken,
+ * and the survivors form it again (resync). */
+#define TRAIN_LOST (-4)
+
 /* Everything one run holds, released in one place. */
 struct run {
 	struct dataset train, test;
@@ -86,12 +94,19 @@ struct run {
 	struct stream stream;
 	struct comm comm;
 	struct reducer *reducer;
-	float *x;   /* (batch, rows, cols, 1) */
-	uint8_t *y; /* (batch) */
+	struct backup *backup;       /* the chief's, with a backup directory */
+	struct train_position pos;   /* where training stands */
+	struct train_position saved; /* of the last backup started */
+	int have_saved;
+	long steps;     /* per epoch */
+	double lost_at; /* when the last resync began, until a step is done after it */
+	float *x;       /* (batch, rows, cols, 1) */
+	uint8_t *y;     /* (batch) */
 };
 
 static void run_release(struct run *r)
 {
+	backup_free(r->backup);
 	reducer_free(r->reducer);
 	comm_release(&r->comm);
 	dataset_release(&r->train);
@@ -131,6 +146,58 @@ static int run_setup(struct run *r, const struct train_config *cfg, char *err)
 	return 0;
 }
 
+/* The run's state as a backup: the model's and optimizer's own buffers. */
+static struct checkpoint run_checkpoint(struct run *r, const struct train_config *cfg)
+{
+	struct checkpoint c = {.pos = r->pos,
+	                       .seed = cfg->seed,
+	                       .arch_hash = r->model->arch_hash,
+	                       .nparams = r->model->nparams,
+	                       .optimizer = cfg->optimizer,
+	                       .nslots = r->opt.nslots,
+	                       .iterations = r->opt.iterations,
+	                       .learning_rate = cfg->learning_rate,
+	                       .momentum = cfg->momentum,
+	                       .params = r->model->params,
+	                       .opt_state = r->opt.state};
+
+	snprintf(c.model, sizeof(c.model), "%s", r->model->name);
+	return c;
+}
+
+/* Every worker reads the newest sound backup, if there is one: the chief
+ * may be the one that was restarted, and a survivor with newer state wins
+ * in sync_state anyway. */
+static int restore(struct run *r, const struct train_config *cfg, char *err)
+{
+	struct checkpoint c;
+	int rc;
+
+	if (!cfg->backup_dir[0])
+		return 0;
+	c = run_checkpoint(r, cfg);
+	rc = backup_restore(cfg->backup_dir, &c, err);
+	if (rc <= 0) {
+		if (rc == 0)
+			log_info("no backup in '%s': training from the start", cfg->backup_dir);
+		return rc;
+	}
+	r->pos = c.pos;
+	r->opt.iterations = c.iterations;
+	log_info("restored the backup of step %llu (epoch %d, step %ld) from '%s'",
+	         (unsigned long long)c.pos.global_step, c.pos.epoch + 1, c.pos.step,
+	         cfg->backup_dir);
+	if (c.seed != cfg->seed)
+		log_warn("the backup was written with --seed %llu; going on with --seed %llu "
+		         "changes the data order",
+		         (unsigned long long)c.seed, (unsigned long long)cfg->seed);
+	if (c.learning_rate != cfg->learning_rate || c.momentum != cfg->momentum)
+		log_warn("the backup was written with --learning-rate %g --momentum %g; going on "
+		         "with %g and %g",
+		         c.learning_rate, c.momentum, cfg->learning_rate, cfg->momentum);
+	return 0;
+}
+
 /* Applies the optimizer to a slice whose gradients are final. */
 static void update_slice(void *ctx, const struct grad_slice *s)
 {
@@ -139,49 +206,131 @@ static void update_slice(void *ctx, const struct grad_slice *s)
 	optimizer_apply_slice(&r->opt, r->model->params, r->model->grads, s);
 }
 
-/* Joins the other workers, if any, and starts from the chief's weights, as
- * MultiWorkerMirroredStrategy does. */
+/* Maps the rendezvous' failures to trainer_fit's. */
+static int join_failed(int rc)
+{
+	if (rc == RENDEZVOUS_STOPPED)
+		return TRAIN_PREEMPTED;
+	return rc == RENDEZVOUS_REFUSED ? -1 : TRAIN_RETRYABLE;
+}
+
+/* Joins the other workers, if any. */
 static int run_connect(struct run *r, const struct train_config *cfg, char *err)
 {
 	const struct tf_config *tc = cfg->cluster;
 
 	if (!tc || tc->world == 1) {
 		comm_init_local(&r->comm);
-	} else {
-		struct hello me = {
-		    RENDEZVOUS_PROTOCOL,       (uint32_t)tc->world,
-		    (uint32_t)tc->rank,        rendezvous_job_hash(cfg->job_name, tc),
-		    r->model->arch_hash,       cfg->seed,
-		    (uint32_t)cfg->batch_size, (uint32_t)cfg->optimizer,
-		    (uint32_t)cfg->epochs,     (uint64_t)cfg->steps_per_epoch,
-		    cfg->learning_rate,        cfg->momentum};
-		int rc = comm_init_ring(&r->comm, tc, &me, cfg->rendezvous_timeout * 1000,
-		                        cfg->collective_timeout * 1000, err);
-		if (rc < 0)
-			return rc == RENDEZVOUS_REFUSED ? -1 : TRAIN_RETRYABLE;
-		if (comm_broadcast(&r->comm, r->model->params, r->model->nparams * sizeof(float), 0,
-		                   err) < 0)
-			return TRAIN_RETRYABLE;
+		return 0;
 	}
-	r->reducer = reducer_new(&r->comm, r->model, 0, update_slice, r);
-	if (r->comm.world > 1)
-		log_info("training as rank %d of %d over the %s communicator: gradients in %d "
-		         "buckets, global batch %ld",
-		         r->comm.rank, r->comm.world, comm_name(&r->comm),
-		         reducer_buckets(r->reducer), (long)cfg->batch_size * r->comm.world);
-	return 0;
+	struct hello me = {RENDEZVOUS_PROTOCOL,       (uint32_t)tc->world,
+	                   (uint32_t)tc->rank,        rendezvous_job_hash(cfg->job_name, tc),
+	                   r->model->arch_hash,       cfg->seed,
+	                   (uint32_t)cfg->batch_size, (uint32_t)cfg->optimizer,
+	                   (uint32_t)cfg->epochs,     (uint64_t)cfg->steps_per_epoch,
+	                   cfg->learning_rate,        cfg->momentum};
+	int rc = comm_init_ring(&r->comm, tc, &me, cfg->rendezvous_timeout * 1000,
+	                        cfg->collective_timeout * 1000, err);
+	return rc < 0 ? join_failed(rc) : 0;
 }
 
-/* One step: this worker's share of global batch global_step, forward,
- * loss, the backward pass with each bucket of gradients summed across
- * workers while the rest of the pass runs, and the update. Adds the global
- * batch's metrics to sums. */
-static int train_step(struct run *r, int batch, uint64_t global_step, struct metrics *sums,
-                      char *err)
+/* The position's fields as the words sync_state broadcasts. */
+#define POS_WORDS 10
+
+/* Makes every worker stand where the most advanced one stands, as
+ * MultiWorkerMirroredStrategy starts every worker from the chief's weights:
+ * the worker that has done the most steps (the lowest rank among equals;
+ * at a fresh start, the chief) sends its position, weights and optimizer
+ * state to all. A worker restarted from a backup thus catches up with the
+ * survivors, and survivors that lost a step in flight get it back. The
+ * others receive into scratch and take it only once all has arrived, so a
+ * failure half-way leaves them where they were. Sets *from to the rank
+ * whose state won. */
+static int sync_state(struct run *r, int *from, char *err)
+{
+	int world = r->comm.world, rank = r->comm.rank, best = 0, rc = TRAIN_LOST;
+	size_t n = r->model->nparams, state_len = (size_t)r->opt.nslots * n;
+	double *have = xcalloc((size_t)world, sizeof(double));
+	struct train_position *p = &r->pos;
+	uint64_t w[POS_WORDS] = {(uint64_t)p->epoch,
+	                         (uint64_t)p->step,
+	                         p->global_step,
+	                         p->examples,
+	                         p->world,
+	                         p->batch_size,
+	                         bytes_f64_bits(p->sums.loss_sum),
+	                         bytes_f64_bits(p->sums.correct),
+	                         bytes_f64_bits(p->sums.count),
+	                         r->opt.iterations};
+	float *state = NULL;
+
+	*from = 0;
+	have[rank] = (double)p->global_step + 1.0;
+	if (comm_allreduce_f64(&r->comm, have, (size_t)world, err) < 0)
+		goto out;
+	for (int i = 1; i < world; i++)
+		if (have[i] > have[best])
+			best = i;
+	*from = best;
+	float *params = rank == best ? r->model->params : r->model->grads;
+	if (state_len)
+		state = rank == best ? r->opt.state : xcalloc(state_len, sizeof(float));
+	if (comm_broadcast(&r->comm, w, sizeof(w), best, err) < 0 ||
+	    comm_broadcast(&r->comm, params, n * sizeof(float), best, err) < 0 ||
+	    (state_len &&
+	     comm_broadcast(&r->comm, state, state_len * sizeof(float), best, err) < 0))
+		goto out;
+	if (rank != best) {
+		memcpy(r->model->params, params, n * sizeof(float));
+		if (state_len)
+			memcpy(r->opt.state, state, state_len * sizeof(float));
+		*p = (struct train_position){
+		    (int)w[0],
+		    (long)w[1],
+		    w[2],
+		    w[3],
+		    (uint32_t)w[4],
+		    (uint32_t)w[5],
+		    {bytes_bits_f64(w[6]), bytes_bits_f64(w[7]), bytes_bits_f64(w[8])}};
+		r->opt.iterations = w[9];
+	}
+	rc = 0;
+out:
+	if (state != r->opt.state)
+		free(state);
+	free(have);
+	return rc;
+}
+
+/* Takes the position reached for the steps to come: what the backup or the
+ * peer it came from did under another world size or batch is logged, since
+ * the run then no longer replays the uninterrupted one. */
+static void adopt_position(struct run *r, const struct train_config *cfg)
+{
+	struct train_position *p = &r->pos;
+	uint32_t world = (uint32_t)r->comm.world, batch = (uint32_t)cfg->batch_size;
+
+	if (p->global_step > 0 && (p->world != world || p->batch_size != batch))
+		log_warn("the state at step %llu comes from %u worker(s) at batch %u; this run "
+		         "has %u at batch %u: the data are re-sharded from example %llu on, and "
+		         "this run will not replay an uninterrupted one exactly",
+		         (unsigned long long)p->global_step, p->world, p->batch_size, world, batch,
+		         (unsigned long long)p->examples);
+	p->world = world;
+	p->batch_size = batch;
+	if (p->step > r->steps)
+		p->step = r->steps;
+}
+
+/* One step: this worker's share of the next global batch, forward, loss,
+ * the backward pass with each bucket of gradients summed across workers
+ * while the rest of the pass runs, and the update. Advances the position.
+ * *notices is how many workers have a preemption notice. */
+static int train_step(struct run *r, int batch, int *notices, char *err)
 {
 	struct model *m = r->model;
 	uint64_t world = (uint64_t)r->comm.world;
-	uint64_t pos = (global_step * world + (uint64_t)r->comm.rank) * (uint64_t)batch;
+	uint64_t pos = r->pos.examples + (uint64_t)r->comm.rank * (uint64_t)batch;
 
 	stream_gather(&r->stream, r->x, r->y, pos, (uint32_t)batch);
 	model_forward(m, r->x, batch);
@@ -189,26 +338,76 @@ static int train_step(struct run *r, int batch, uint64_t global_step, struct met
 	 * gradients of scale * their losses gives its gradient. */
 	struct loss_sums l = loss_softmax_xent(m->dlogits, model_logits(m), r->y, batch, m->classes,
 	                                       1.0f / (float)((uint64_t)batch * world));
-	double step[3] = {l.loss, (double)l.correct, batch};
+	/* The notice travels with the metrics, so every worker sees it after
+	 * the same step. */
+	double step[4] = {l.loss, (double)l.correct, batch, preempt_signal() ? 1.0 : 0.0};
 	/* Alone, each layer is updated inside the backward pass while it is in
 	 * cache; with others, once the summed gradients are all in (reducer.h). */
 	int alone = r->comm.world == 1;
 	if (alone)
 		optimizer_begin_step(&r->opt);
-	reducer_begin(r->reducer, step, 3);
+	reducer_begin(r->reducer, step, 4);
 	model_backward(m, r->x, batch, reducer_grad_ready, r->reducer);
 	if (reducer_finish(r->reducer, err) < 0)
-		return TRAIN_RETRYABLE;
+		return TRAIN_LOST;
 	if (!alone)
 		optimizer_step(&r->opt, m->params, m->grads);
 	/* Summed across workers, so every worker stops at the same step. */
 	if (!isfinite(step[0]))
 		return err_set(err, "loss is %f at step %llu; lower --learning-rate", step[0],
-		               (unsigned long long)global_step + 1);
-	sums->loss_sum += step[0];
-	sums->correct += step[1];
-	sums->count += step[2];
+		               (unsigned long long)r->pos.global_step + 1);
+	r->pos.sums.loss_sum += step[0];
+	r->pos.sums.correct += step[1];
+	r->pos.sums.count += step[2];
+	r->pos.step++;
+	r->pos.global_step++;
+	r->pos.examples += world * (uint64_t)batch;
+	*notices = (int)step[3];
 	return 0;
+}
+
+/* The chief starts a backup of where training stands, unless it has
+ * already started one of this very position. */
+static void take_backup(struct run *r, const struct train_config *cfg)
+{
+	if (!r->backup || (r->have_saved && r->saved.global_step == r->pos.global_step &&
+	                   r->saved.epoch == r->pos.epoch))
+		return;
+	struct checkpoint c = run_checkpoint(r, cfg);
+	backup_start(r->backup, &c);
+	r->saved = r->pos;
+	r->have_saved = 1;
+}
+
+/* Every worker has learned of notices preemption notices after the same
+ * step: the chief writes a backup there and says whether it is on disk, the
+ * workers that were signalled stop, and the others resynchronize with their
+ * replacements. */
+static int on_preemption(struct run *r, const struct train_config *cfg, int notices, char *err)
+{
+	unsigned long long step = (unsigned long long)r->pos.global_step;
+	double written = 0;
+	int sig = preempt_signal();
+
+	log_warn("preemption notice from %d of %d worker(s): stopping at step %llu", notices,
+	         r->comm.world, step);
+	if (r->backup) {
+		take_backup(r, cfg);
+		written = backup_wait(r->backup) == 0;
+	}
+	if (comm_broadcast(&r->comm, &written, sizeof(written), 0, err) < 0 && !sig)
+		return TRAIN_LOST;
+	if (written)
+		log_warn("backup at step %llu written by the chief", step);
+	else
+		log_warn("no backup at step %llu (%s)", step,
+		         cfg->backup_dir[0] ? "the chief could not write it" : "no --backup-dir");
+	if (sig) {
+		err_set(err, "stopped by signal %d after step %llu", sig, step);
+		return TRAIN_PREEMPTED;
+	}
+	err_set(err, "%d worker(s) preempted after step %llu", notices, step);
+	return TRAIN_LOST;
 }
 
 static int validate(struct run *r, const struct train_config *cfg, struct metrics *val, char *err)
@@ -219,7 +418,7 @@ static int validate(struct run *r, const struct train_config *cfg, struct metric
 	double sums[3] = {v.loss_sum, v.correct, v.count};
 
 	if (comm_allreduce_f64(&r->comm, sums, 3, err) < 0)
-		return TRAIN_RETRYABLE;
+		return TRAIN_LOST;
 	*val = (struct metrics){sums[0], sums[1], sums[2]};
 	return 0;
 }
@@ -233,7 +432,7 @@ static int check_weights(struct run *r, char *err)
 	digest_sha256_hex(r->model->params, r->model->nparams * sizeof(float), mine);
 	memcpy(chief, mine, sizeof(chief));
 	if (comm_broadcast(&r->comm, chief, sizeof(chief), 0, err) < 0)
-		return TRAIN_RETRYABLE;
+		return TRAIN_LOST;
 	log_info("final weights sha256 %s", mine);
 	if (memcmp(mine, chief, sizeof(chief)) != 0)
 		return err_set(err, "final weights differ from the chief's: sha256 %s, chief %s",
@@ -241,14 +440,106 @@ static int check_weights(struct run *r, char *err)
 	return 0;
 }
 
-static int save_model(struct run *r, const struct train_config *cfg, long global_step, char *err)
+/* The rest of one epoch from r->pos: its steps, validation, the epoch's
+ * line and, at its end, the position of the next. */
+static int run_epoch(struct run *r, const struct train_config *cfg, struct progress *p,
+                     struct train_result *result, char *err)
+{
+	struct metrics val = {0};
+	int rc, notices = 0;
+
+	progress_epoch_begin(p, r->pos.epoch + 1, cfg->epochs, r->steps, r->pos.step);
+	double t0 = progress_now();
+	while (r->pos.step < r->steps) {
+		rc = train_step(r, cfg->batch_size, &notices, err);
+		if (rc < 0)
+			return rc;
+		progress_step(p, r->pos.step, (long)r->pos.global_step, &r->pos.sums);
+		if (r->lost_at > 0) {
+			log_info("first step after resynchronizing done, %.2f s after the loss",
+			         progress_now() - r->lost_at);
+			r->lost_at = 0;
+		}
+		if (notices)
+			return on_preemption(r, cfg, notices, err);
+		if (cfg->save_freq > 0 && r->pos.global_step % (uint64_t)cfg->save_freq == 0)
+			take_backup(r, cfg);
+	}
+	double seconds = progress_now() - t0;
+	if (cfg->validation_steps != 0) {
+		rc = validate(r, cfg, &val, err);
+		if (rc < 0)
+			return rc;
+	}
+	progress_epoch_end(p, (long)r->pos.global_step, &r->pos.sums,
+	                   cfg->validation_steps != 0 ? &val : NULL);
+	if (result)
+		*result =
+		    (struct train_result){r->pos.sums, val, (long)r->pos.global_step, seconds};
+	r->pos.epoch++;
+	r->pos.step = 0;
+	r->pos.sums = (struct metrics){0};
+	if (cfg->save_freq == SAVE_FREQ_EPOCH)
+		take_backup(r, cfg);
+	return 0;
+}
+
+/* Trains from r->pos to the end and checks the weights. */
+static int run_rest(struct run *r, const struct train_config *cfg, struct progress *p,
+                    struct train_result *result, char *err)
+{
+	while (r->pos.epoch < cfg->epochs) {
+		int rc = run_epoch(r, cfg, p, result, err);
+		if (rc < 0)
+			return rc;
+	}
+	return check_weights(r, err);
+}
+
+/* After a lost peer: leave the broken ring at once (so that every peer
+ * notices), keep the chief's newest state on disk, wait for the ring to be
+ * whole again and take up the most advanced state in it. */
+static int resync(struct run *r, const struct train_config *cfg, char *err)
+{
+	double t0 = progress_now();
+	int rc, from;
+
+	comm_leave(&r->comm);
+	log_warn("%s; waiting up to %d s for the ring to form again", err, cfg->rendezvous_timeout);
+	reducer_free(r->reducer);
+	r->reducer = NULL;
+	if (r->backup) {
+		take_backup(r, cfg);
+		backup_wait(r->backup);
+	}
+	for (;;) {
+		rc = comm_rejoin(&r->comm, cfg->rendezvous_timeout * 1000, err);
+		if (rc < 0)
+			return join_failed(rc);
+		rc = sync_state(r, &from, err);
+		if (rc == 0)
+			break;
+		log_warn("%s; meeting again", err);
+		comm_leave(&r->comm);
+	}
+	adopt_position(r, cfg);
+	r->reducer = reducer_new(&r->comm, r->model, 0, update_slice, r);
+	r->lost_at = t0;
+	log_warn("resynchronized in %.2f s: going on from step %llu (epoch %d, step %ld), the "
+	         "state of rank %d",
+	         progress_now() - t0, (unsigned long long)r->pos.global_step, r->pos.epoch + 1,
+	         r->pos.step, from);
+	return 0;
+}
+
+static int save_model(struct run *r, const struct train_config *cfg, char *err)
 {
 	struct model_file_info info = {optimizer_name(cfg->optimizer),
 	                               cfg->learning_rate,
 	                               cfg->batch_size,
 	                               r->comm.world,
 	                               cfg->epochs,
-	                               global_step,
+	                               (long)r->pos.global_step,
 	                               cfg->seed};
 
 	if (model_file_save(cfg->model_dir, r->model, &info, err) < 0)
@@ -257,60 +548,76 @@ static int save_model(struct run *r, const struct train_config *cfg, long global
 	return 0;
 }
 
+/* The chief's last duties once every worker holds the final weights. */
+static int finish(struct run *r, const struct train_config *cfg, char *err)
+{
+	if (r->comm.rank != 0)
+		return 0;
+	if (cfg->model_dir[0] && save_model(r, cfg, err) < 0)
+		return -1;
+	if (!r->backup)
+		return 0;
+	if (cfg->keep_backups) {
+		take_backup(r, cfg);
+		backup_wait(r->backup);
+		return 0;
+	}
+	backup_wait(r->backup);
+	if (checkpoint_remove_all(cfg->backup_dir, err) < 0)
+		log_warn("removing the backups: %s", err);
+	else
+		log_info("training done: backups in '%s' removed", cfg->backup_dir);
+	return 0;
+}
+
 int trainer_fit(const struct train_config *cfg, FILE *out, struct train_result *result, char *err)
 {
 	struct run r = {0};
 	struct progress p;
-	uint64_t global_step = 0;
-	int rc = -1, chief;
+	int rc = -1, from = 0;
 
 	if (parallel_init(cfg->threads, err) < 0)
 		goto out;
-	if (run_setup(&r, cfg, err) < 0)
+	if (run_setup(&r, cfg, err) < 0 || restore(&r, cfg, err) < 0)
 		goto out;
 	rc = run_connect(&r, cfg, err);
 	if (rc < 0)
 		goto out;
-	chief = r.comm.rank == 0;
+	int chief = r.comm.rank == 0;
 	if (chief && !cfg->model_dir[0])
 		log_warn("no --model-dir (or MWJ_MODEL_DIR): the trained model will not be saved");
+	if (chief && cfg->backup_dir[0])
+		r.backup = backup_new(cfg->backup_dir, r.model->nparams, r.opt.nslots);
 	long global_batch = (long)cfg->batch_size * r.comm.world;
 	/* One pass by default: the global batches evaluation would take over the set. */
-	long steps = cfg->steps_per_epoch
-	                 ? cfg->steps_per_epoch
-	                 : trainer_eval_steps(&r.train, global_batch, VALIDATION_ALL);
+	r.steps = cfg->steps_per_epoch ? cfg->steps_per_epoch
+	                               : trainer_eval_steps(&r.train, global_batch, VALIDATION_ALL);
 	progress_init(&p, out, cfg->json, cfg->log_every, global_batch);
 	if (!chief)
 		p.mode = PROGRESS_QUIET;
-	for (int epoch = 1; epoch <= cfg->epochs; epoch++) {
-		struct metrics sums = {0}, val = {0};
-		progress_epoch_begin(&p, epoch, cfg->epochs, steps);
-		double t0 = progress_now();
-		for (long step = 1; step <= steps; step++) {
-			rc = train_step(&r, cfg->batch_size, global_step, &sums, err);
-			if (rc < 0)
-				goto out;
-			global_step++;
-			progress_step(&p, step, (long)global_step, &sums);
-		}
-		double seconds = progress_now() - t0;
-		if (cfg->validation_steps != 0) {
-			rc = validate(&r, cfg, &val, err);
-			if (rc < 0)
-				goto out;
-		}
-		progress_epoch_end(&p, (long)global_step, &sums,
-		                   cfg->validation_steps != 0 ? &val : NULL);
-		if (result)
-			*result = (struct train_result){sums, val, (long)global_step, seconds};
+	rc = r.comm.world > 1 ? sync_state(&r, &from, err) : 0;
+	if (rc == 0) {
+		adopt_position(&r, cfg);
+		r.reducer = reducer_new(&r.comm, r.model, 0, update_slice, &r);
+		if (r.comm.world > 1)
+			log_info("training as rank %d of %d over the %s communicator: gradients in "
+			         "%d buckets, global batch %ld",
+			         r.comm.rank, r.comm.world, comm_name(&r.comm),
+			         reducer_buckets(r.reducer), global_batch);
+		if (r.pos.global_step > 0)
+			log_info(
+			    "going on from step %llu (epoch %d, step %ld), the state of rank %d",
+			    (unsigned long long)r.pos.global_step, r.pos.epoch + 1, r.pos.step,
+			    from);
+		rc = run_rest(&r, cfg, &p, result, err);
 	}
-	rc = check_weights(&r, err);
-	if (rc < 0)
-		goto out;
-	rc = -1;
-	if (chief && cfg->model_dir[0] && save_model(&r, cfg, (long)global_step, err) < 0)
-		goto out;
-	rc = 0;
+	while (rc == TRAIN_LOST) {
+		rc = resync(&r, cfg, err);
+		if (rc == 0)
+			rc = run_rest(&r, cfg, &p, result, err);
+	}
+	if (rc == 0)
+		rc = finish(&r, cfg, err);
 out:
 	run_release(&r);
 	parallel_shutdown();

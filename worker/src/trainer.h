@@ -15,8 +15,13 @@
 #define VALIDATION_ALL (-1L)
 /* trainer_fit's failure that a restart can fix: a peer lost, a rendezvous
  * or collective time-out (exit 75). -1 is permanent (exit 1). */
-#define TRAIN_RETRYABLE    (-2)
+#define TRAIN_RETRYABLE (-2)
+/* trainer_fit stopped at a preemption notice (preempt.h), after the chief
+ * wrote a backup at the step every worker agreed on: exit 128 + signal. */
+#define TRAIN_PREEMPTED    (-3)
 #define TRAIN_JOB_NAME_LEN 256
+/* --save-freq epoch: a backup at the end of every epoch. */
+#define SAVE_FREQ_EPOCH 0
 
 struct train_config {
 	char model[32];
@@ -39,6 +44,10 @@ struct train_config {
 	char job_name[TRAIN_JOB_NAME_LEN];
 	int rendezvous_timeout;
 	int collective_timeout;
+	/* Backups (checkpoint.h), written by the chief: "" for none. */
+	char backup_dir[TRAIN_PATH_LEN];
+	long save_freq;   /* steps between backups, or SAVE_FREQ_EPOCH */
+	int keep_backups; /* leave them after a successful run */
 };
 
 /* What a finished run reports: the last epoch's training metrics and, if
@@ -54,10 +63,18 @@ struct train_result {
  * every global batch (batch_size per worker), gradients and metrics are
  * summed across workers every step, only the chief (rank 0) prints progress
  * and saves, and every worker ends with the same weights. result may be
- * NULL; its metrics are global. Returns 0; -1 with a message in err for
- * permanent failures (bad data, a loss that is no longer finite, a failed
- * save, a peer that refused this worker's configuration); TRAIN_RETRYABLE
- * with a message when a peer was lost or a time-out passed. */
+ * NULL; its metrics are global.
+ *
+ * With a backup directory, training starts from the newest sound backup in
+ * it, at its exact step, and the chief writes backups as save_freq says.
+ * When a peer is lost, the survivors form the ring again with its
+ * replacement and all go on from the newest state any of them holds.
+ *
+ * Returns 0; -1 with a message in err for permanent failures (bad data, a
+ * loss that is no longer finite, a failed save, a peer that refused this
+ * worker's configuration, a backup of another model); TRAIN_RETRYABLE with
+ * a message when the ring could not be formed again in time;
+ * TRAIN_PREEMPTED after a preemption notice. */
 int trainer_fit(const struct train_config *cfg, FILE *out, struct train_result *result, char *err);
 
 /* Runs the model over steps global batches of ds in file order

@@ -22,6 +22,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "bytes.h"
 #include "crc32c.h"
 #include "err.h"
 #include "model.h"
@@ -87,27 +88,16 @@ static unsigned char *save_small_and_read(struct fixture *fx, size_t *len)
 	return testutil_read_file(fx->path, len);
 }
 
-static uint32_t get_u32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static void put_u32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
 /* Recomputes the trailing CRC-32C over everything before it. */
 static void fix_crc(unsigned char *buf, size_t len)
 {
-	put_u32(buf + len - 4, crc32c(buf, len - 4));
+	bytes_put_le32(buf + len - 4, crc32c(buf, len - 4));
 }
 
 /* The JSON header of a file's bytes, parsed; the caller deletes it. */
 static cJSON *parse_header(const unsigned char *buf, size_t len)
 {
-	uint32_t h = get_u32(buf + 12);
+	uint32_t h = bytes_get_le32(buf + 12);
 	cJSON *json;
 
 	assert_true(PREFIX_LEN + (size_t)h + 4 <= len);
@@ -124,7 +114,7 @@ static void rewrite_with_header(struct fixture *fx, const cJSON *json, size_t dr
 	size_t len, out_len, params_len;
 	unsigned char *old = testutil_read_file(fx->path, &len), *out;
 	char *text = cJSON_PrintUnformatted(json);
-	uint32_t h = get_u32(old + 12);
+	uint32_t h = bytes_get_le32(old + 12);
 	size_t tlen;
 
 	assert_non_null(text);
@@ -134,7 +124,7 @@ static void rewrite_with_header(struct fixture *fx, const cJSON *json, size_t dr
 	out = malloc(out_len);
 	assert_non_null(out);
 	memcpy(out, old, PREFIX_LEN);
-	put_u32(out + 12, (uint32_t)tlen);
+	bytes_put_le32(out + 12, (uint32_t)tlen);
 	memcpy(out + PREFIX_LEN, text, tlen);
 	memcpy(out + PREFIX_LEN + tlen, old + PREFIX_LEN + h, params_len);
 	fix_crc(out, out_len);
@@ -265,10 +255,10 @@ static void test_header_records_the_model_and_how_it_was_trained(void **state)
 	buf = testutil_read_file(fx->path, &len);
 
 	assert_memory_equal(buf, "MWJMODEL", 8);
-	assert_int_equal(get_u32(buf + 8), 1);
-	h = get_u32(buf + 12);
+	assert_int_equal(bytes_get_le32(buf + 8), 1);
+	h = bytes_get_le32(buf + 12);
 	assert_int_equal(len, PREFIX_LEN + h + fx->m->nparams * sizeof(float) + 4);
-	assert_int_equal(get_u32(buf + len - 4), crc32c(buf, len - 4));
+	assert_int_equal(bytes_get_le32(buf + len - 4), crc32c(buf, len - 4));
 	assert_memory_equal(buf + PREFIX_LEN + h, fx->m->params, fx->m->nparams * sizeof(float));
 
 	json = parse_header(buf, len);
@@ -383,7 +373,7 @@ static void test_load_refuses_a_truncated_file(void **state)
 	uint32_t h;
 
 	buf = save_small_and_read(fx, &len);
-	h = get_u32(buf + 12);
+	h = bytes_get_le32(buf + 12);
 	const struct {
 		size_t keep;
 		const char *why;
@@ -416,7 +406,7 @@ static void test_load_refuses_a_flipped_byte(void **state)
 	uint32_t h;
 
 	buf = save_small_and_read(fx, &len);
-	h = get_u32(buf + 12);
+	h = bytes_get_le32(buf + 12);
 	/* One bit in the parameters, in the header, and in the CRC itself. */
 	const size_t at[] = {len / 2, PREFIX_LEN + h / 2, len - 2};
 	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
@@ -530,7 +520,7 @@ static void test_load_refuses_an_oversized_header_length(void **state)
 	buf = save_small_and_read(fx, &len);
 	const uint32_t lengths[] = {UINT32_MAX, (uint32_t)(len - PREFIX_LEN - 4 + 1)};
 	for (size_t i = 0; i < sizeof(lengths) / sizeof(lengths[0]); i++) {
-		put_u32(buf + 12, lengths[i]);
+		bytes_put_le32(buf + 12, lengths[i]);
 		fix_crc(buf, len);
 		testutil_write_file(fx->path, buf, len);
 		snprintf(want, sizeof(want), "truncated: header claims %" PRIu32 " bytes",

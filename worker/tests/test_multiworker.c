@@ -17,16 +17,13 @@
 
 #include <cmocka.h>
 
-#include <arpa/inet.h>
 #include <dirent.h>
 #include <limits.h>
 #include <math.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -83,45 +80,15 @@ static int teardown(void **state)
 	return testutil_fixture_teardown(state);
 }
 
-/* Fills fx->ports with n different ports that were free a moment ago: all
- * bound at once, so that the kernel cannot hand out one twice. */
 static void pick_ports(struct fixture *fx, int n)
 {
-	int fds[MAX_WORKERS];
-
-	for (int i = 0; i < n; i++) {
-		struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
-		socklen_t len = sizeof(a);
-
-		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		fds[i] = socket(AF_INET, SOCK_STREAM, 0);
-		assert_true(fds[i] >= 0);
-		assert_int_equal(bind(fds[i], (struct sockaddr *)&a, sizeof(a)), 0);
-		assert_int_equal(getsockname(fds[i], (struct sockaddr *)&a, &len), 0);
-		fx->ports[i] = ntohs(a.sin_port);
-	}
-	for (int i = 0; i < n; i++)
-		close(fds[i]);
+	testutil_free_ports(fx->ports, n);
 }
 
-/* Writes "TF_CONFIG=..." for a cluster of chiefs (0 or 1) chief and then
- * workers worker tasks on fx->ports in that order, as the task type index. */
 static void tf_config_env(char *out, size_t len, const struct fixture *fx, int chiefs, int workers,
                           const char *type, int index)
 {
-	size_t n = 0;
-
-	n += (size_t)snprintf(out + n, len - n, "TF_CONFIG={\"cluster\":{");
-	if (chiefs)
-		n += (size_t)snprintf(out + n, len - n, "\"chief\":[\"127.0.0.1:%d\"],",
-		                      fx->ports[0]);
-	n += (size_t)snprintf(out + n, len - n, "\"worker\":[");
-	for (int i = 0; i < workers; i++)
-		n += (size_t)snprintf(out + n, len - n, "%s\"127.0.0.1:%d\"", i ? "," : "",
-		                      fx->ports[chiefs + i]);
-	n += (size_t)snprintf(out + n, len - n, "]},\"task\":{\"type\":\"%s\",\"index\":%d}}", type,
-	                      index);
-	assert_true(n < len);
+	testutil_tf_config(out, len, fx->ports, chiefs, workers, type, index);
 }
 
 /* Starts worker slot i as "mwj-worker train --threads 1 --data-dir DATA"
@@ -144,6 +111,8 @@ static void start(struct fixture *fx, int i, const char *const *env, const char 
 	fx->w[i].pid = testutil_spawn(worker_bin, argv, env, out_path, err_path);
 }
 
+#define STR_(x)   #x
+#define STR(x)    STR_(x)
 #define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
 #define ENV(...)  ((const char *const[]){__VA_ARGS__, NULL})
 
@@ -418,7 +387,9 @@ static void test_two_workers_train_the_model_one_worker_trains_with_their_global
 
 /* Starts 3 workers on a run far too long to finish, the chief printing
  * every step, and returns once the chief has printed step 3: all three are
- * in the training loop then. */
+ * in the training loop then. A lost worker is waited for RENDEZVOUS_WAIT
+ * seconds. */
+#define RENDEZVOUS_WAIT 3
 static void start_long_run(struct fixture *fx, const char *collective_timeout)
 {
 	char env[3][512];
@@ -429,7 +400,8 @@ static void start_long_run(struct fixture *fx, const char *collective_timeout)
 		tf_config_env(env[i], sizeof(env[i]), fx, 0, 3, "worker", i);
 		start(fx, i, ENV(env[i]),
 		      ARGS("--steps-per-epoch", "100000", "--batch-size", "16", "--log-every", "1",
-		           "--collective-timeout", collective_timeout));
+		           "--collective-timeout", collective_timeout, "--rendezvous-timeout",
+		           STR(RENDEZVOUS_WAIT)));
 	}
 	for (;;) {
 		char *out = output(fx, 0, "out");
@@ -453,9 +425,10 @@ static void start_long_run(struct fixture *fx, const char *collective_timeout)
 	}
 }
 
-/* Workers 0 and 2 exit 75 within timeout seconds, both naming a lost peer
- * and at least one of them naming first_words: the first to notice can
- * only blame rank 1, then the other may blame the one that just left. */
+/* Workers 0 and 2, whose peer is not replaced, wait for it and then exit 75
+ * within timeout seconds, both naming a lost peer and at least one of them
+ * naming first_words: the first to notice can only blame rank 1, then the
+ * other may blame the one that just left. */
 static void assert_survivors_give_up(struct fixture *fx, int timeout, const char *first_words)
 {
 	double deadline = testutil_now() + timeout;
@@ -464,14 +437,18 @@ static void assert_survivors_give_up(struct fixture *fx, int timeout, const char
 	finish(fx, 2, deadline);
 	assert_exit(fx, 0, 75);
 	assert_exit(fx, 2, 75);
-	testutil_assert_matches(fx->w[0].err, "error lost peer rank [0-9] ");
-	testutil_assert_matches(fx->w[2].err, "error lost peer rank [0-9] ");
+	for (int i = 0; i < 3; i += 2) {
+		testutil_assert_matches(fx->w[i].err,
+		                        "warn  lost peer rank [0-9] .*; waiting up to " STR(
+		                            RENDEZVOUS_WAIT) " s for the ring to form again");
+		testutil_assert_matches(fx->w[i].err, "error rendezvous: timed out");
+	}
 	if (!strstr(fx->w[0].err, first_words) && !strstr(fx->w[2].err, first_words))
 		fail_msg("neither survivor says '%s'\nworker 0:\n%s\nworker 2:\n%s", first_words,
 		         fx->w[0].err, fx->w[2].err);
 }
 
-static void test_a_killed_worker_makes_the_others_exit_75_naming_it(void **state)
+static void test_a_killed_worker_never_replaced_makes_the_others_exit_75_naming_it(void **state)
 {
 	struct fixture *fx = *state;
 	char words[64];
@@ -480,18 +457,18 @@ static void test_a_killed_worker_makes_the_others_exit_75_naming_it(void **state
 	testutil_kill(fx->w[1].pid);
 	fx->w[1].pid = 0;
 	snprintf(words, sizeof(words), "lost peer rank 1 ('127.0.0.1:%d')", fx->ports[1]);
-	assert_survivors_give_up(fx, 10 + LOST_PEER_MARGIN, words);
+	assert_survivors_give_up(fx, 10 + RENDEZVOUS_WAIT + LOST_PEER_MARGIN, words);
 }
 
 /* A peer that hangs closes nothing: only --collective-timeout notices it. */
-static void test_a_hung_worker_makes_the_others_exit_75_after_the_collective_timeout(void **state)
+static void test_a_hung_worker_makes_the_others_give_up_after_the_collective_timeout(void **state)
 {
 	struct fixture *fx = *state;
 
 	start_long_run(fx, "5");
 	assert_int_equal(kill(fx->w[1].pid, SIGSTOP), 0);
 	/* The teardown's SIGKILL ends the stopped worker. */
-	assert_survivors_give_up(fx, 5 + LOST_PEER_MARGIN, "no progress for 5 s");
+	assert_survivors_give_up(fx, 5 + RENDEZVOUS_WAIT + LOST_PEER_MARGIN, "no progress for 5 s");
 }
 
 /* Worker slot i, whose peer runs another configuration, has exited 1: a
@@ -620,8 +597,8 @@ int main(void)
 	    TEST(test_two_workers_end_with_the_same_weights_and_only_the_chief_saves),
 	    TEST(test_a_chief_and_two_workers_end_with_the_same_weights),
 	    TEST(test_two_workers_train_the_model_one_worker_trains_with_their_global_batch),
-	    TEST(test_a_killed_worker_makes_the_others_exit_75_naming_it),
-	    TEST(test_a_hung_worker_makes_the_others_exit_75_after_the_collective_timeout),
+	    TEST(test_a_killed_worker_never_replaced_makes_the_others_exit_75_naming_it),
+	    TEST(test_a_hung_worker_makes_the_others_give_up_after_the_collective_timeout),
 	    TEST(test_a_mismatched_peer_is_refused_and_both_say_why),
 	    TEST(test_a_worker_left_alone_exits_75_naming_the_peer_it_waited_for),
 	    TEST(test_a_bad_tf_config_exits_1_saying_what_is_wrong),

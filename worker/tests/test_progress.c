@@ -159,7 +159,7 @@ static void test_lines_mode_prints_the_epoch_header_and_one_keras_line(void **st
 	capture_open(&c);
 	progress_init(&p, c.f, 0, 0, 32);
 	assert_int_equal(p.mode, PROGRESS_LINES);
-	progress_epoch_begin(&p, 1, 3, 70);
+	progress_epoch_begin(&p, 1, 3, 70, 0);
 	for (long step = 1; step <= 70; step++) {
 		run.loss_sum += 32 * 0.5123;
 		run.correct += 32 * 0.825;
@@ -187,7 +187,7 @@ static void test_lines_mode_with_every_prints_partial_bars_with_an_eta(void **st
 	(void)state;
 	capture_open(&c);
 	progress_init(&p, c.f, 0, 7, 32);
-	progress_epoch_begin(&p, 2, 3, 70);
+	progress_epoch_begin(&p, 2, 3, 70, 0);
 	for (long step = 1; step <= 70; step++) {
 		run.loss_sum += 32 * 0.25;
 		run.correct += 16;
@@ -230,7 +230,7 @@ static void test_bar_matches_keras_progbar_at_every_step(void **state)
 
 		capture_open(&c);
 		progress_init(&p, c.f, 0, 1, 32);
-		progress_epoch_begin(&p, 1, 1, target);
+		progress_epoch_begin(&p, 1, 1, target, 0);
 		for (long step = 1; step <= target; step++)
 			progress_step(&p, step, step, &run);
 		progress_epoch_end(&p, target, &run, NULL);
@@ -273,7 +273,7 @@ static void test_metrics_print_four_decimals_or_scientific_when_tiny(void **stat
 
 		capture_open(&c);
 		progress_init(&p, c.f, 0, 0, 32);
-		progress_epoch_begin(&p, 1, 1, 5);
+		progress_epoch_begin(&p, 1, 1, 5, 0);
 		progress_epoch_end(&p, 5, &m, &m);
 		text = capture_text(&c);
 		snprintf(want, sizeof(want),
@@ -327,7 +327,7 @@ static void test_json_mode_prints_step_and_epoch_objects_only(void **state)
 	capture_open(&c);
 	progress_init(&p, c.f, 1, 5, 32);
 	assert_int_equal(p.mode, PROGRESS_JSON);
-	progress_epoch_begin(&p, 2, 4, 10);
+	progress_epoch_begin(&p, 2, 4, 10, 0);
 	for (long step = 1; step <= 10; step++) {
 		run.loss_sum += 32 * (1.0 / step);
 		run.correct += step;
@@ -382,7 +382,7 @@ static void test_json_epoch_without_validation_has_no_val_fields(void **state)
 	(void)state;
 	capture_open(&c);
 	progress_init(&p, c.f, 1, 0, 32);
-	progress_epoch_begin(&p, 1, 1, 3);
+	progress_epoch_begin(&p, 1, 1, 3, 0);
 	for (long step = 1; step <= 3; step++)
 		progress_step(&p, step, step, &run);
 	progress_epoch_end(&p, 3, &run, NULL);
@@ -474,7 +474,7 @@ static void test_terminal_mode_redraws_the_bar_in_place(void **state)
 
 	progress_init(&p, tty, 0, 0, 32);
 	assert_int_equal(p.mode, PROGRESS_BAR);
-	progress_epoch_begin(&p, 1, 1, 70);
+	progress_epoch_begin(&p, 1, 1, 70, 0);
 	/* More than 50 ms since the last draw, so step 7 must be drawn. */
 	nanosleep(&wait, NULL);
 	progress_step(&p, 7, 7, &run);

@@ -6,15 +6,18 @@
 
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <netinet/in.h>
 #include <regex.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -225,6 +228,44 @@ void testutil_kill(pid_t pid)
 	kill(pid, SIGKILL);
 	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;
+}
+
+void testutil_free_ports(int *ports, int n)
+{
+	int fds[64];
+
+	assert_true(n > 0 && n <= 64);
+	for (int i = 0; i < n; i++) {
+		struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+		socklen_t len = sizeof(a);
+
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+		assert_true(fds[i] >= 0);
+		assert_int_equal(bind(fds[i], (struct sockaddr *)&a, sizeof(a)), 0);
+		assert_int_equal(getsockname(fds[i], (struct sockaddr *)&a, &len), 0);
+		ports[i] = ntohs(a.sin_port);
+	}
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+}
+
+void testutil_tf_config(char *out, size_t len, const int *ports, int chiefs, int workers,
+                        const char *type, int index)
+{
+	size_t n = 0;
+
+	n += (size_t)snprintf(out + n, len - n, "TF_CONFIG={\"cluster\":{");
+	if (chiefs)
+		n += (size_t)snprintf(out + n, len - n, "\"chief\":[\"127.0.0.1:%d\"],", ports[0]);
+	n += (size_t)snprintf(out + n, len - n, "\"worker\":[");
+	for (int i = 0; i < workers && n < len; i++)
+		n += (size_t)snprintf(out + n, len - n, "%s\"127.0.0.1:%d\"", i ? "," : "",
+		                      ports[chiefs + i]);
+	if (n < len)
+		n += (size_t)snprintf(out + n, len - n,
+		                      "]},\"task\":{\"type\":\"%s\",\"index\":%d}}", type, index);
+	assert_true(n < len);
 }
 
 void testutil_assert_contains(const char *s, const char *part)

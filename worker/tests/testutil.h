@@ -88,6 +88,19 @@ int testutil_wait(pid_t pid, double deadline);
 /* Kills child pid with SIGKILL and reaps it; does nothing if pid <= 0. */
 void testutil_kill(pid_t pid);
 
+/* --- Clusters of workers on 127.0.0.1 --- */
+
+/* Fills ports with n different TCP ports of 127.0.0.1 that were free a
+ * moment ago: all bound at once, so that the kernel cannot hand out one
+ * twice. Fails the test if it cannot. */
+void testutil_free_ports(int *ports, int n);
+
+/* Writes "TF_CONFIG=..." into out (len bytes) for a cluster of chiefs (0 or
+ * 1) chief and then workers worker tasks on ports in that order, as task
+ * type (e.g. "worker") number index. */
+void testutil_tf_config(char *out, size_t len, const int *ports, int chiefs, int workers,
+                        const char *type, int index);
+
 /* --- Checks on text --- */
 
 /* Fails the test, showing both strings, unless s contains part. */

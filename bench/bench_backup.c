@@ -1,0 +1,183 @@
+/* bench_backup.c - what backups cost.
+ *
+ *   backup_io        save and restore time of one backup of the cnn model
+ *                    (SGD: weights only; Adam: weights and two moments),
+ *                    written as the chief writes it (temp file, fsync,
+ *                    rename, fsync of the directory) into --dir, and the
+ *                    time the training thread itself spends per backup
+ *                    (copying the state for the writer thread).
+ *   backup_overhead  training throughput of one worker with --save-freq 100
+ *                    against no backups, the runs interleaved and the
+ *                    medians compared, at 1 and 2 threads.
+ *
+ * usage: bench_backup [--dir DIR] [--reps N] [--steps N]
+ * DIR defaults to a new directory under $TMPDIR (or /tmp), removed at the
+ * end; give one on the disk that will hold the backups to measure that disk.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backup.h"
+#include "bench_stats.h"
+#include "checkpoint.h"
+#include "err.h"
+#include "log.h"
+#include "model.h"
+#include "optimizer.h"
+#include "parse.h"
+#include "progress.h"
+#include "trainer.h"
+
+#define MAX_REPS 50
+
+static void bench_io(const char *dir, enum optimizer_kind kind, int reps)
+{
+	char err[ERR_LEN], path[4200];
+	struct model *m = model_new("cnn", 28, 28, 1, 10, 64, err);
+	struct optimizer o;
+	double save[MAX_REPS], load[MAX_REPS], snap[MAX_REPS];
+	struct stat st = {0};
+
+	if (!m)
+		die("%s", err);
+	model_init_params(m, 42);
+	optimizer_init(&o, kind, 0.001f, 0.0f, m->nparams);
+	for (size_t i = 0; i < (size_t)o.nslots * m->nparams; i++)
+		o.state[i] = (float)(i % 1000) * 1e-4f;
+	struct checkpoint c = {.pos = {.world = 1, .batch_size = 64},
+	                       .seed = 42,
+	                       .arch_hash = m->arch_hash,
+	                       .nparams = m->nparams,
+	                       .optimizer = kind,
+	                       .nslots = o.nslots,
+	                       .learning_rate = 0.001,
+	                       .params = m->params,
+	                       .opt_state = o.state};
+	snprintf(c.model, sizeof(c.model), "%s", m->name);
+	struct backup *b = backup_new(dir, m->nparams, o.nslots);
+	log_set_level(LOG_ERROR);
+	for (int r = 0; r < reps; r++) {
+		c.pos.global_step = (uint64_t)r + 1;
+		double t0 = progress_now();
+		if (checkpoint_save(dir, &c, err) < 0)
+			die("%s", err);
+		save[r] = (progress_now() - t0) * 1e3;
+		if (checkpoint_path(dir, c.pos.global_step, path, sizeof(path)) < 0)
+			die("path too long");
+		if (stat(path, &st) < 0)
+			die("stat '%s' failed", path);
+		t0 = progress_now();
+		if (checkpoint_load(path, &c, err) < 0)
+			die("%s", err);
+		load[r] = (progress_now() - t0) * 1e3;
+		/* The trainer's share: backup_start with the writer idle. */
+		backup_wait(b);
+		t0 = progress_now();
+		backup_start(b, &c);
+		snap[r] = (progress_now() - t0) * 1e3;
+	}
+	backup_free(b);
+	checkpoint_remove_all(dir, err);
+	printf("{\"bench\":\"backup_io\",\"model\":\"cnn\",\"optimizer\":\"%s\",\"bytes\":%zu,"
+	       "\"reps\":%d,\"save_ms_median\":%.2f,\"restore_ms_median\":%.2f,"
+	       "\"training_thread_ms_per_backup\":%.2f}\n",
+	       optimizer_name(kind), (size_t)st.st_size, reps, bench_median(save, reps),
+	       bench_median(load, reps), bench_median(snap, reps));
+	fflush(stdout);
+	optimizer_release(&o);
+	model_free(m);
+}
+
+/* Samples/s of the timed (second) epoch of one training run. */
+static double train_once(const char *dir, int threads, long steps, long save_freq)
+{
+	const char *data = getenv("MWJ_TEST_DATA");
+	struct train_config c;
+	struct train_result r;
+	char err[ERR_LEN];
+	FILE *devnull = fopen("/dev/null", "w");
+
+	memset(&c, 0, sizeof(c));
+	snprintf(c.model, sizeof(c.model), "cnn");
+	c.epochs = 2; /* the first warms caches and thread pools */
+	c.steps_per_epoch = steps;
+	c.batch_size = 64;
+	c.learning_rate = 0.001;
+	c.optimizer = OPT_SGD;
+	c.seed = 42;
+	c.threads = threads;
+	c.json = 1;
+	c.rendezvous_timeout = 60;
+	c.collective_timeout = 60;
+	snprintf(c.data_dir, sizeof(c.data_dir), "%s",
+	         data && data[0] ? data : "/usr/share/datasets/fashion-mnist");
+	if (save_freq > 0) {
+		snprintf(c.backup_dir, sizeof(c.backup_dir), "%s", dir);
+		c.save_freq = save_freq;
+	}
+	if (trainer_fit(&c, devnull, &r, err) < 0)
+		die("bench_backup: %s", err);
+	fclose(devnull);
+	return 64.0 * (double)steps / r.seconds;
+}
+
+static void bench_overhead(const char *dir, int threads, long steps, int reps)
+{
+	double off[MAX_REPS], on[MAX_REPS];
+
+	for (int r = 0; r < reps; r++) {
+		off[r] = train_once(dir, threads, steps, 0);
+		on[r] = train_once(dir, threads, steps, 100);
+	}
+	double a = bench_median(off, reps), b = bench_median(on, reps);
+	printf("{\"bench\":\"backup_overhead\",\"model\":\"cnn\",\"threads\":%d,\"batch\":64,"
+	       "\"steps\":%ld,\"save_freq\":100,\"reps\":%d,\"samples_per_s_no_backups\":%.1f,"
+	       "\"samples_per_s_save_freq_100\":%.1f,\"overhead_pct\":%.2f}\n",
+	       threads, steps, reps, a, b, (a - b) / a * 100.0);
+	fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+	char tmpl[4096], err[ERR_LEN];
+	const char *dir = NULL;
+	int reps = 5, made = 0;
+	long steps = 400;
+	int64_t v;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
+			dir = argv[++i];
+		} else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+			if (parse_int(argv[++i], 1, MAX_REPS, &reps, err) < 0)
+				die("bench_backup: --reps: %s", err);
+		} else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc) {
+			if (parse_i64(argv[++i], 100, 100000, &v, err) < 0)
+				die("bench_backup: --steps: %s", err);
+			steps = (long)v;
+		} else {
+			fprintf(stderr, "usage: bench_backup [--dir DIR] [--reps N] [--steps N]\n");
+			return 1;
+		}
+	}
+	if (!dir) {
+		const char *t = getenv("TMPDIR");
+		snprintf(tmpl, sizeof(tmpl), "%s/mwj-bench-backup-XXXXXX", t && t[0] ? t : "/tmp");
+		if (!mkdtemp(tmpl))
+			die("bench_backup: mkdtemp '%s' failed", tmpl);
+		dir = tmpl;
+		made = 1;
+	}
+	log_set_level(LOG_ERROR);
+	bench_io(dir, OPT_SGD, reps);
+	bench_io(dir, OPT_ADAM, reps);
+	for (int threads = 1; threads <= 2; threads++)
+		bench_overhead(dir, threads, steps, reps);
+	checkpoint_remove_all(dir, err);
+	if (made)
+		rmdir(dir);
+	return 0;
+}

@@ -1,0 +1,47 @@
+/* backup.h - the chief's backups while it trains, and the restore at start
+ * (the file format and directory rules are in checkpoint.h).
+ *
+ * A backup is written on a thread of its own: backup_start copies the state,
+ * which takes a few milliseconds, and training goes on while the file is
+ * written and flushed to disk. A write that fails (a full disk, a
+ * permission) is logged and changes nothing: the previous backups stay, and
+ * training goes on.
+ */
+#ifndef MWJ_BACKUP_H
+#define MWJ_BACKUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "checkpoint.h"
+
+#define BACKUP_NONE UINT64_MAX
+
+struct backup;
+
+/* A writer of backups into dir for a model of nparams parameters and an
+ * optimizer with nslots state slots. dir is copied. Freed with backup_free,
+ * which waits for a write in flight (NULL accepted). */
+struct backup *backup_new(const char *dir, size_t nparams, int nslots);
+void backup_free(struct backup *b);
+
+/* Copies c, its parameters and its optimizer state, and starts writing
+ * them, once the write before has finished. The outcome is logged. */
+void backup_start(struct backup *b, const struct checkpoint *c);
+
+/* Waits until no write is in flight. Returns 0 if the last write succeeded
+ * (or none was started), -1 if it failed. */
+int backup_wait(struct backup *b);
+
+/* The global step of the last backup started, or BACKUP_NONE. */
+uint64_t backup_last_step(const struct backup *b);
+
+/* Loads the newest sound backup in dir into c (see checkpoint_load for what
+ * c must hold on entry), logging each damaged one it passes over. Returns 1
+ * if one was loaded, 0 if dir holds none, and -1 with a message if the
+ * newest sound backup belongs to another model or format, or if there are
+ * backups but none is sound: starting over would silently throw away the
+ * progress they hold. */
+int backup_restore(const char *dir, struct checkpoint *c, char *err);
+
+#endif

@@ -1,0 +1,113 @@
+/* checkpoint.h - backups of a training run, like Keras' BackupAndRestore:
+ * everything needed to go on from the exact step where the backup was
+ * taken, so that a resumed run ends with the weights an uninterrupted run
+ * would have produced, bit for bit.
+ *
+ * A backup directory holds "backup-<global step, 12 digits>.mwjb" files.
+ * checkpoint_save writes a new one atomically (atomic_file.h) and then
+ * keeps it and the newest older one, so that a backup that turns out to be
+ * unreadable still has a predecessor.
+ *
+ * Format, version 1 (all integers little-endian):
+ *   offset 0   8 bytes  magic "MWJBACKP"
+ *          8   u32      format version (1)
+ *         12   u32      H, length of the JSON header
+ *         16   H bytes  JSON header: {"format":"mwj-backup","version":1,
+ *                       "model":"cnn","arch_hash":"<16 hex digits>",
+ *                       "num_params":N,"optimizer":"adam","state_slots":S,
+ *                       "iterations":"<u64>","learning_rate":0.001,
+ *                       "momentum":0,"seed":"<u64>","world":W,
+ *                       "batch_size":B,"epoch":E,"step":K,
+ *                       "global_step":"<u64>","examples":"<u64>"}
+ *                       (64-bit counters are decimal strings: a JSON
+ *                       number cannot hold all of them exactly)
+ *     16 + H   3 f64    the running metric sums: loss, correct, count (kept
+ *                       binary, so that they come back bit for bit)
+ *     ...      N f32    parameters, in the model's layer order
+ *     ...      S*N f32  optimizer state, slot after slot
+ *     end - 4  u32      CRC-32C of every byte before it
+ * Every later version keeps the magic, the version field and the trailing
+ * CRC where they are, so that a reader can tell "corrupt" from "newer".
+ */
+#ifndef MWJ_CHECKPOINT_H
+#define MWJ_CHECKPOINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "metrics.h"
+#include "optimizer.h"
+
+#define CHECKPOINT_VERSION   1
+#define CHECKPOINT_KEEP      2 /* backups left in the directory after a save */
+#define CHECKPOINT_NAME_LEN  32
+#define CHECKPOINT_MAX_FILES 64 /* checkpoint_list looks at no more than this */
+
+/* checkpoint_load's failures: the file is damaged (use an older backup), or
+ * it is sound but belongs to another model or a newer format (stop: exit 1,
+ * because no restart can make it fit). */
+#define CHECKPOINT_CORRUPT      (-1)
+#define CHECKPOINT_INCOMPATIBLE (-2)
+
+/* Where training stands. The next step to run is step + 1 of epoch. */
+struct train_position {
+	int epoch;                  /* 0-based: the epoch in progress; epochs once all are done */
+	long step;                  /* steps of that epoch done */
+	uint64_t global_step;       /* steps done since the start of training */
+	uint64_t examples;          /* examples all workers together took from the stream */
+	uint32_t world, batch_size; /* of the run that took the last step */
+	struct metrics sums;        /* of the epoch in progress */
+};
+
+/* One backup. What the file must match is the model (name, architecture
+ * hash, parameter count) and the layout of the optimizer state (kind and
+ * number of slots); the hyper-parameters it records are for the caller to
+ * compare and report. */
+struct checkpoint {
+	struct train_position pos;
+	uint64_t seed;
+	char model[CHECKPOINT_NAME_LEN];
+	uint64_t arch_hash;
+	size_t nparams;
+	enum optimizer_kind optimizer;
+	int nslots;
+	uint64_t iterations; /* optimizer steps begun (Adam's t) */
+	double learning_rate, momentum;
+	float *params;    /* (nparams), not owned */
+	float *opt_state; /* (nslots, nparams), not owned; NULL when nslots is 0 */
+};
+
+/* Writes c as "<dir>/backup-<c->pos.global_step>.mwjb", creating dir if
+ * needed, atomically: on failure the file is not there and the backups
+ * already in dir are untouched. After a successful write, removes every
+ * other backup in dir except the newest one older than c, and any temporary
+ * file a crashed writer left. Returns 0, or -1 with a message in err
+ * naming the path and the failing call. */
+int checkpoint_save(const char *dir, const struct checkpoint *c, char *err);
+
+/* Fills steps with the global steps of the backups in dir, newest first, at
+ * most max of them (the newest). Files whose names do not follow the
+ * pattern are ignored. Returns how many there are (0 when dir does not
+ * exist), or -1 with a message when dir cannot be read. */
+int checkpoint_list(const char *dir, uint64_t *steps, int max, char *err);
+
+/* Writes the path of the backup of global_step in dir into out (n bytes);
+ * -1 if it does not fit. */
+int checkpoint_path(const char *dir, uint64_t global_step, char *out, size_t n);
+
+/* Reads the backup at path into c. On entry c->model, arch_hash, nparams,
+ * optimizer and nslots describe what this run builds, and params and
+ * opt_state point at its buffers. Returns 0 with every field of c filled
+ * in; CHECKPOINT_CORRUPT (bad magic, truncated, checksum mismatch, a header
+ * that does not parse or disagrees with the file's length) or
+ * CHECKPOINT_INCOMPATIBLE (another format version, model or optimizer
+ * state), each with a message in err naming path. On failure the buffers
+ * may have been overwritten. */
+int checkpoint_load(const char *path, struct checkpoint *c, char *err);
+
+/* Removes every backup in dir, and temporary files of crashed writers, but
+ * not dir itself or anything else in it. Returns 0, or -1 with a message
+ * (the first failure; it goes on with the rest). */
+int checkpoint_remove_all(const char *dir, char *err);
+
+#endif
