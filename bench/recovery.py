@@ -16,6 +16,7 @@ timestamps: the replacement's start-up until it has loaded the data and
 its backup, the rendezvous, and the state handed over plus the first step.
 
 usage: recovery.py [--kills N] [--model cnn]
+With RECOVERY_KEEP_LOGS=1 the workers' logs are copied to /tmp/recovery-logs.
 """
 import argparse
 import datetime
@@ -187,6 +188,8 @@ def main():
                 step = job.chief_step() + 150
         finally:
             job.stop()
+            if os.environ.get("RECOVERY_KEEP_LOGS"):
+                os.system("cp -r %s /tmp/recovery-logs" % d)
     print(json.dumps({"bench": "recovery_summary", "model": a.model, "kills": len(samples),
                       "recovery_s_median": round(statistics.median(samples), 3),
                       "recovery_s_max": round(max(samples), 3), "target_s": 2.0}))

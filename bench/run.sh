@@ -8,6 +8,10 @@
 #      OpenMPI's MPI_Allreduce over TCP and a plain two-way TCP exchange.
 #   4. compare_ddp.py: 2-worker data-parallel training against PyTorch DDP
 #      (gloo), and against mwj on 1 worker.
+#   5. bench_backup: backup save and restore time for cnn, and the training
+#      overhead of --save-freq 100 against no backups.
+#   6. recovery.py: from a worker killed to the first step after its
+#      replacement has rejoined, 2 workers on 127.0.0.1.
 # BENCH_REPS (default 3) sets how often each comparison configuration runs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,3 +34,5 @@ if [ "$have_torch" = 1 ]; then
 else
 	echo '{"bench":"ddp","skipped":"python3-torch is not installed; run scripts/install-deps.sh"}'
 fi
+"$bin/bench_backup"
+MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/recovery.py"

@@ -21,7 +21,7 @@
 #define BACKOFF_FIRST_MS 50
 /* Low, because a survivor waiting for a replacement worker polls it at this
  * pace, and recovery time depends on how soon it notices the newcomer. */
-#define BACKOFF_MAX_MS 250
+#define BACKOFF_MAX_MS 100
 /* How long one accepted connection may take to say hello. */
 #define HELLO_TIMEOUT_MS 10000
 #define NAME_LEN         (TF_CONFIG_HOST_LEN + 64)
