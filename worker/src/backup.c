@@ -2,6 +2,7 @@
 #include "backup.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -58,6 +59,13 @@ static void write_job(struct backup *b)
 static void *writer(void *arg)
 {
 	struct backup *b = arg;
+	struct sched_param idle = {0};
+
+	/* Writing a backup is never urgent while training runs: the writer
+	 * takes only CPU time the compute threads leave, and whoever must wait
+	 * for it (backup_wait) leaves all of it. Failing to lower the priority
+	 * changes nothing else. */
+	(void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
 
 	pthread_mutex_lock(&b->mu);
 	for (;;) {
