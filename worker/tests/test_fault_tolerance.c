@@ -507,6 +507,59 @@ static void test_a_damaged_newest_backup_is_passed_over_for_the_one_before(void 
 	free(log);
 }
 
+/* Backups that are all damaged are not silently replaced by a fresh start,
+ * which would throw their progress away: the worker stops and says why. */
+static void test_a_directory_of_only_damaged_backups_exits_1(void **state)
+{
+	struct fixture *fx = *state;
+
+	configure(fx, 1,
+	          ARGS("--steps-per-epoch", "10", "--save-freq", "5", "--backup-dir",
+	               fx->backup_dir, "--keep-backups"));
+	supervise(fx, NULL, NULL, 0, 0, 0);
+	damage(fx, 5);
+	damage(fx, 10);
+	start(fx, 0);
+	int st = testutil_wait(fx->w[0].pid, testutil_now() + RUN_SECONDS);
+	fx->w[0].pid = 0;
+	char *log = output(fx, 0, "err");
+	if (st != 1)
+		fail_msg("exit %d, want 1\n%s", st, log);
+	testutil_assert_contains(log, "holds 2 backup(s) and none is sound");
+	free(log);
+	assert_int_equal(count_files(fx->backup_dir), 2);
+}
+
+/* A worker waiting for its peers when the notice comes has nothing to save
+ * and must not hold the pod until the kill: it exits 143 at once. */
+static void test_sigterm_while_waiting_for_peers_exits_143_at_once(void **state)
+{
+	struct fixture *fx = *state;
+
+	configure(fx, 2, ARGS("--steps-per-epoch", "10", "--rendezvous-timeout", "600"));
+	start(fx, 0);
+	double deadline = testutil_now() + RUN_SECONDS;
+	for (;;) {
+		char *log = output(fx, 0, "err");
+		int listening = strstr(log, "listening on port") != NULL;
+		free(log);
+		if (listening)
+			break;
+		assert_true(testutil_now() < deadline);
+		assert_int_equal(reap(fx), 1);
+		nanosleep(&(struct timespec){0, 10L * 1000 * 1000}, NULL);
+	}
+	double t0 = testutil_now();
+	kill(fx->w[0].pid, SIGTERM);
+	int st = testutil_wait(fx->w[0].pid, t0 + 30);
+	fx->w[0].pid = 0;
+	char *log = output(fx, 0, "err");
+	if (st != 128 + SIGTERM)
+		fail_msg("exit %d, want 143\n%s", st, log);
+	testutil_assert_contains(log, "rendezvous: stopped by signal 15");
+	free(log);
+}
+
 /* A worker that finds another model's backup stops with exit 1 and says so:
  * training over it would destroy it, and no restart can help. */
 static void test_a_backup_of_another_model_exits_1_saying_so(void **state)
@@ -564,6 +617,8 @@ int main(void)
 	    TEST(test_sigterm_stops_every_worker_at_one_step_with_a_backup_there),
 	    TEST(test_sigterm_to_all_workers_leaves_a_backup_a_new_run_ends_exactly),
 	    TEST(test_a_damaged_newest_backup_is_passed_over_for_the_one_before),
+	    TEST(test_a_directory_of_only_damaged_backups_exits_1),
+	    TEST(test_sigterm_while_waiting_for_peers_exits_143_at_once),
 	    TEST(test_a_backup_of_another_model_exits_1_saying_so),
 	    TEST(test_a_backup_from_another_world_size_resumes_and_says_so),
 	};
