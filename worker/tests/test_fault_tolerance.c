@@ -507,6 +507,18 @@ static void test_a_damaged_newest_backup_is_passed_over_for_the_one_before(void 
 	free(log);
 }
 
+/* Runs worker 0 alone and returns its log; fails unless it exits 1. */
+static char *run_to_exit_1(struct fixture *fx)
+{
+	start(fx, 0);
+	int st = testutil_wait(fx->w[0].pid, testutil_now() + RUN_SECONDS);
+	fx->w[0].pid = 0;
+	char *log = output(fx, 0, "err");
+	if (st != 1)
+		fail_msg("exit %d, want 1\n%s", st, log);
+	return log;
+}
+
 /* Backups that are all damaged are not silently replaced by a fresh start,
  * which would throw their progress away: the worker stops and says why. */
 static void test_a_directory_of_only_damaged_backups_exits_1(void **state)
@@ -519,12 +531,7 @@ static void test_a_directory_of_only_damaged_backups_exits_1(void **state)
 	supervise(fx, NULL, NULL, 0, 0, 0);
 	damage(fx, 5);
 	damage(fx, 10);
-	start(fx, 0);
-	int st = testutil_wait(fx->w[0].pid, testutil_now() + RUN_SECONDS);
-	fx->w[0].pid = 0;
-	char *log = output(fx, 0, "err");
-	if (st != 1)
-		fail_msg("exit %d, want 1\n%s", st, log);
+	char *log = run_to_exit_1(fx);
 	testutil_assert_contains(log, "holds 2 backup(s) and none is sound");
 	free(log);
 	assert_int_equal(count_files(fx->backup_dir), 2);
@@ -571,12 +578,7 @@ static void test_a_backup_of_another_model_exits_1_saying_so(void **state)
 	supervise(fx, NULL, NULL, 0, 0, 0);
 	configure(fx, 1,
 	          ARGS("--steps-per-epoch", "3", "--backup-dir", fx->backup_dir, "--model", "cnn"));
-	start(fx, 0);
-	int st = testutil_wait(fx->w[0].pid, testutil_now() + RUN_SECONDS);
-	fx->w[0].pid = 0;
-	char *log = output(fx, 0, "err");
-	if (st != 1)
-		fail_msg("exit %d, want 1\n%s", st, log);
+	char *log = run_to_exit_1(fx);
 	testutil_assert_matches(log, "\"level\":\"error\".*backup-000000000003\\.mwjb.*model "
 	                             "'cnn-pool'");
 	free(log);
