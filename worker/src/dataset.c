@@ -2,6 +2,7 @@
 #include "dataset.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
@@ -92,5 +93,38 @@ void dataset_gather(float *x, uint8_t *y, const struct dataset *ds, const uint32
 		uint32_t e = order ? order[first + i] : first + i;
 		scale_pixels(x + (size_t)i * pixels, ds->images + (size_t)e * pixels, pixels);
 		y[i] = ds->labels[e];
+	}
+}
+
+void dataset_stream_init(struct dataset_stream *s, const struct dataset *ds, uint64_t seed)
+{
+	*s = (struct dataset_stream){ds, seed, xcalloc(ds->n, sizeof(uint32_t)), 0, 0};
+}
+
+void dataset_stream_release(struct dataset_stream *s)
+{
+	free(s->order);
+	s->order = NULL;
+}
+
+void dataset_stream_gather(struct dataset_stream *s, float *x, uint8_t *y, uint64_t pos,
+                           uint32_t count)
+{
+	uint32_t n = s->ds->n, pixels = s->ds->rows * s->ds->cols;
+
+	while (count > 0) {
+		uint64_t pass = pos / n;
+		uint32_t off = (uint32_t)(pos % n);
+		uint32_t take = n - off < count ? n - off : count;
+		if (!s->have_pass || s->pass != pass) {
+			dataset_shuffle(s->order, n, s->seed, pass);
+			s->pass = pass;
+			s->have_pass = 1;
+		}
+		dataset_gather(x, y, s->ds, s->order, off, take);
+		x += (size_t)take * pixels;
+		y += take;
+		pos += take;
+		count -= take;
 	}
 }

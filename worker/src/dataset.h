@@ -38,4 +38,24 @@ void dataset_shuffle(uint32_t *order, uint32_t n, uint64_t seed, uint64_t pass);
 void dataset_gather(float *x, uint8_t *y, const struct dataset *ds, const uint32_t *order,
                     uint32_t first, uint32_t count);
 
+/* The training stream: the permutation of the current pass and which pass
+ * it is. init takes ds (which must outlive the stream) and the seed;
+ * release frees the permutation and accepts a zeroed struct. */
+struct dataset_stream {
+	const struct dataset *ds;
+	uint64_t seed;
+	uint32_t *order; /* (ds->n) */
+	uint64_t pass;
+	int have_pass;
+};
+
+void dataset_stream_init(struct dataset_stream *s, const struct dataset *ds, uint64_t seed);
+void dataset_stream_release(struct dataset_stream *s);
+
+/* Gathers count examples starting at stream position pos (examples since
+ * the start of training, across all workers), crossing into the next pass
+ * where needed, as dataset_gather does. */
+void dataset_stream_gather(struct dataset_stream *s, float *x, uint8_t *y, uint64_t pos,
+                           uint32_t count);
+
 #endif

@@ -1,4 +1,4 @@
-/* trainer.c - the training loop: data stream, step, metrics, backups,
+/* trainer.c - the training loop: step, metrics, backups,
  * resynchronizing after a lost peer, model output. */
 #include "trainer.h"
 
@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "backup.h"
-#include "bytes.h"
 #include "comm_ring.h"
 #include "digest.h"
 #include "err.h"
@@ -18,39 +17,7 @@
 #include "preempt.h"
 #include "progress.h"
 #include "reducer.h"
-
-/* The training stream (see dataset.h): the permutation of the current pass
- * and which pass it is. */
-struct stream {
-	const struct dataset *ds;
-	uint64_t seed;
-	uint32_t *order; /* (ds->n) */
-	uint64_t pass;
-	int have_pass;
-};
-
-/* Gathers count examples starting at stream position pos (examples since the
- * start of training), crossing into the next pass where needed. */
-static void stream_gather(struct stream *s, float *x, uint8_t *y, uint64_t pos, uint32_t count)
-{
-	uint32_t n = s->ds->n, pixels = s->ds->rows * s->ds->cols;
-
-	while (count > 0) {
-		uint64_t pass = pos / n;
-		uint32_t off = (uint32_t)(pos % n);
-		uint32_t take = n - off < count ? n - off : count;
-		if (!s->have_pass || s->pass != pass) {
-			dataset_shuffle(s->order, n, s->seed, pass);
-			s->pass = pass;
-			s->have_pass = 1;
-		}
-		dataset_gather(x, y, s->ds, s->order, off, take);
-		x += (size_t)take * pixels;
-		y += take;
-		pos += take;
-		count -= take;
-	}
-}
+#include "state_sync.h"
 
 long trainer_eval_steps(const struct dataset *ds, long global_batch, long steps)
 {
@@ -91,7 +58,7 @@ struct run {
 	struct dataset train, test;
 	struct model *model;
 	struct optimizer opt;
-	struct stream stream;
+	struct dataset_stream stream;
 	struct comm comm;
 	struct reducer *reducer;
 	struct backup *backup;       /* the chief's, with a backup directory */
@@ -113,7 +80,7 @@ static void run_release(struct run *r)
 	dataset_release(&r->test);
 	model_free(r->model);
 	optimizer_release(&r->opt);
-	free(r->stream.order);
+	dataset_stream_release(&r->stream);
 	free(r->x);
 	free(r->y);
 }
@@ -137,9 +104,7 @@ static int run_setup(struct run *r, const struct train_config *cfg, char *err)
 	model_init_params(r->model, cfg->seed);
 	optimizer_init(&r->opt, cfg->optimizer, (float)cfg->learning_rate, (float)cfg->momentum,
 	               r->model->nparams);
-	r->stream.ds = &r->train;
-	r->stream.seed = cfg->seed;
-	r->stream.order = xcalloc(r->train.n, sizeof(uint32_t));
+	dataset_stream_init(&r->stream, &r->train, cfg->seed);
 	r->x = xcalloc((size_t)cfg->batch_size * r->train.rows * r->train.cols, sizeof(float));
 	r->y = xcalloc((size_t)cfg->batch_size, 1);
 	log_info("model %s: %s; %zu parameters", r->model->name, r->model->desc, r->model->nparams);
@@ -234,72 +199,10 @@ static int run_connect(struct run *r, const struct train_config *cfg, char *err)
 	return rc < 0 ? join_failed(rc) : 0;
 }
 
-/* The position's fields as the words sync_state broadcasts. */
-#define POS_WORDS 10
-
-/* Makes every worker stand where the most advanced one stands, as
- * MultiWorkerMirroredStrategy starts every worker from the chief's weights:
- * the worker that has done the most steps (the lowest rank among equals;
- * at a fresh start, the chief) sends its position, weights and optimizer
- * state to all. A worker restarted from a backup thus catches up with the
- * survivors, and survivors that lost a step in flight get it back. The
- * others receive into scratch and take it only once all has arrived, so a
- * failure half-way leaves them where they were. Sets *from to the rank
- * whose state won. */
+/* Every worker takes the state of the most advanced one (state_sync.h). */
 static int sync_state(struct run *r, int *from, char *err)
 {
-	int world = r->comm.world, rank = r->comm.rank, best = 0, rc = TRAIN_LOST;
-	size_t n = r->model->nparams, state_len = (size_t)r->opt.nslots * n;
-	double *have = xcalloc((size_t)world, sizeof(double));
-	struct train_position *p = &r->pos;
-	uint64_t w[POS_WORDS] = {(uint64_t)p->epoch,
-	                         (uint64_t)p->step,
-	                         p->global_step,
-	                         p->examples,
-	                         p->world,
-	                         p->batch_size,
-	                         bytes_f64_bits(p->sums.loss_sum),
-	                         bytes_f64_bits(p->sums.correct),
-	                         bytes_f64_bits(p->sums.count),
-	                         r->opt.iterations};
-	float *state = NULL;
-
-	*from = 0;
-	have[rank] = (double)p->global_step + 1.0;
-	if (comm_allreduce_f64(&r->comm, have, (size_t)world, err) < 0)
-		goto out;
-	for (int i = 1; i < world; i++)
-		if (have[i] > have[best])
-			best = i;
-	*from = best;
-	float *params = rank == best ? r->model->params : r->model->grads;
-	if (state_len)
-		state = rank == best ? r->opt.state : xcalloc(state_len, sizeof(float));
-	if (comm_broadcast(&r->comm, w, sizeof(w), best, err) < 0 ||
-	    comm_broadcast(&r->comm, params, n * sizeof(float), best, err) < 0 ||
-	    (state_len &&
-	     comm_broadcast(&r->comm, state, state_len * sizeof(float), best, err) < 0))
-		goto out;
-	if (rank != best) {
-		memcpy(r->model->params, params, n * sizeof(float));
-		if (state_len)
-			memcpy(r->opt.state, state, state_len * sizeof(float));
-		*p = (struct train_position){
-		    (int)w[0],
-		    (long)w[1],
-		    w[2],
-		    w[3],
-		    (uint32_t)w[4],
-		    (uint32_t)w[5],
-		    {bytes_bits_f64(w[6]), bytes_bits_f64(w[7]), bytes_bits_f64(w[8])}};
-		r->opt.iterations = w[9];
-	}
-	rc = 0;
-out:
-	if (state != r->opt.state)
-		free(state);
-	free(have);
-	return rc;
+	return state_sync(&r->comm, &r->pos, r->model, &r->opt, from, err) < 0 ? TRAIN_LOST : 0;
 }
 
 /* Takes the position reached for the steps to come: what the backup or the
@@ -332,7 +235,7 @@ static int train_step(struct run *r, int batch, int *notices, char *err)
 	uint64_t world = (uint64_t)r->comm.world;
 	uint64_t pos = r->pos.examples + (uint64_t)r->comm.rank * (uint64_t)batch;
 
-	stream_gather(&r->stream, r->x, r->y, pos, (uint32_t)batch);
+	dataset_stream_gather(&r->stream, r->x, r->y, pos, (uint32_t)batch);
 	model_forward(m, r->x, batch);
 	/* The loss is the mean over the global batch: summing the workers'
 	 * gradients of scale * their losses gives its gradient. */

@@ -1,0 +1,66 @@
+/* state_sync.c - handing the most advanced worker's state to all. */
+#include "state_sync.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "err.h"
+
+/* The position's fields as the words that are broadcast. */
+#define POS_WORDS 10
+
+int state_sync(struct comm *c, struct train_position *p, struct model *m, struct optimizer *o,
+               int *from, char *err)
+{
+	int world = c->world, rank = c->rank, best = 0, rc = -1;
+	size_t n = m->nparams, state_len = (size_t)o->nslots * n;
+	double *have = xcalloc((size_t)world, sizeof(double));
+	uint64_t w[POS_WORDS] = {(uint64_t)p->epoch,
+	                         (uint64_t)p->step,
+	                         p->global_step,
+	                         p->examples,
+	                         p->world,
+	                         p->batch_size,
+	                         bytes_f64_bits(p->sums.loss_sum),
+	                         bytes_f64_bits(p->sums.correct),
+	                         bytes_f64_bits(p->sums.count),
+	                         o->iterations};
+	float *state = NULL;
+
+	*from = 0;
+	have[rank] = (double)p->global_step + 1.0;
+	if (comm_allreduce_f64(c, have, (size_t)world, err) < 0)
+		goto out;
+	for (int i = 1; i < world; i++)
+		if (have[i] > have[best])
+			best = i;
+	*from = best;
+	float *params = rank == best ? m->params : m->grads;
+	if (state_len)
+		state = rank == best ? o->state : xcalloc(state_len, sizeof(float));
+	if (comm_broadcast(c, w, sizeof(w), best, err) < 0 ||
+	    comm_broadcast(c, params, n * sizeof(float), best, err) < 0 ||
+	    (state_len && comm_broadcast(c, state, state_len * sizeof(float), best, err) < 0))
+		goto out;
+	if (rank != best) {
+		memcpy(m->params, params, n * sizeof(float));
+		if (state_len)
+			memcpy(o->state, state, state_len * sizeof(float));
+		*p = (struct train_position){
+		    (int)w[0],
+		    (long)w[1],
+		    w[2],
+		    w[3],
+		    (uint32_t)w[4],
+		    (uint32_t)w[5],
+		    {bytes_bits_f64(w[6]), bytes_bits_f64(w[7]), bytes_bits_f64(w[8])}};
+		o->iterations = w[9];
+	}
+	rc = 0;
+out:
+	if (state != o->state)
+		free(state);
+	free(have);
+	return rc;
+}
