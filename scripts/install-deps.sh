@@ -26,6 +26,7 @@ packages=(
 	libcmocka-dev    # C unit tests
 	dataset-fashion-mnist # real IDX data for the demo, tests and benchmarks
 	clang-format clang-tidy # make lint
+	python3 python3-yaml    # e2e/: the local test cluster and its tests
 )
 if [ "$bench" = 1 ]; then
 	packages+=(python3 python3-numpy python3-torch) # bench/torch_*.py

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs each cmocka test binary given as an argument, then prints one summary
-# line "N passed, N failed" over all of them. A binary that crashes or exits
-# non-zero without a cmocka summary counts as one failure.
+# Runs each test program given as an argument, then prints one summary
+# line "N passed, N failed" over all of them. A program reports either as a
+# cmocka binary does or with a last line "N passed, N failed" of its own (the
+# e2e runners). One that crashes or exits non-zero without either counts as
+# one failure.
 set -u
 passed=0
 failed=0
@@ -12,10 +14,16 @@ for t in "$@"; do
 	printf '%s\n' "$out"
 	p=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test(s)\./\1/p' | tail -n 1)
 	f=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test(s), listed below:/\1/p' | tail -n 1)
+	if [ -z "$p" ] && [ -z "$f" ]; then
+		last=$(printf '%s\n' "$out" | tail -n 1)
+		p=$(printf '%s\n' "$last" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
+		f=$(printf '%s\n' "$last" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
+		[ "$f" = 0 ] && f=
+	fi
 	passed=$((passed + ${p:-0}))
 	failed=$((failed + ${f:-0}))
 	if [ "$rc" -ne 0 ] && [ -z "$f" ]; then
-		echo "$(basename "$t"): exited $rc without a cmocka summary"
+		echo "$(basename "$t"): exited $rc without a summary"
 		failed=$((failed + 1))
 	fi
 done
