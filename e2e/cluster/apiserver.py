@@ -1,0 +1,424 @@
+#!/usr/bin/python3
+"""The local test cluster's API server: HTTPS, bearer-token auth, and the
+Kubernetes API semantics that mwj-operator and kubectl rely on, over the
+object store in store.py and the CRD schema handling in schema.py.
+
+Served so far: discovery (/version, /api, /apis and their group-versions),
+namespaced CRUD for the core kinds the operator uses, coordination leases
+and CustomResourceDefinitions with the resources they install (schema
+defaults, 422 for invalid objects), resourceVersion with 409 Conflict,
+generation, the status subresource, merge and strategic merge patch.
+
+usage: apiserver.py --port N --cert F --key F --token T [--ready-file F]
+Standard library only.
+"""
+import argparse
+import datetime
+import json
+import re
+import ssl
+import sys
+import threading
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import schema
+from store import ApiError, Store, merge_patch, strategic_merge_patch
+
+VERSION = {"major": "1", "minor": "31", "gitVersion": "v1.31.0-mwj-local",
+           "platform": "linux/amd64", "goVersion": "n/a", "compiler": "n/a",
+           "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z"}
+
+# group/version -> plural -> (kind, namespaced, has status, short names)
+BUILTIN = {
+    "v1": {
+        "namespaces": ("Namespace", False, True, ["ns"]),
+        "pods": ("Pod", True, True, ["po"]),
+        "services": ("Service", True, True, ["svc"]),
+        "events": ("Event", True, False, ["ev"]),
+        "persistentvolumeclaims": ("PersistentVolumeClaim", True, True, ["pvc"]),
+        "configmaps": ("ConfigMap", True, False, ["cm"]),
+    },
+    "coordination.k8s.io/v1": {
+        "leases": ("Lease", True, False, []),
+    },
+    "apiextensions.k8s.io/v1": {
+        "customresourcedefinitions": ("CustomResourceDefinition", False, True, ["crd", "crds"]),
+    },
+}
+CRD_KEY = "apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def age(stamp):
+    """A creation time as kubectl shows it: "45s", "12m", "3h", "2d"."""
+    try:
+        t = datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(
+            tzinfo=datetime.timezone.utc)
+    except ValueError:
+        return stamp
+    s = max(0, int((datetime.datetime.now(datetime.timezone.utc) - t).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if s >= 2 * size:
+            return "%d%s" % (s // size, unit)
+    return "%ds" % s
+
+
+class Api:
+    """The resources served, the store, and the request semantics."""
+
+    def __init__(self):
+        self.store = Store()
+        self.lock = threading.RLock()
+        for ns in ("default", "kube-system"):
+            self.store.create("/v1/namespaces", None, {"apiVersion": "v1", "kind": "Namespace",
+                                                       "metadata": {"name": ns}})
+
+    # --- what is served ---
+
+    def crds(self):
+        items, _ = self.store.list(CRD_KEY)
+        return items
+
+    def resources(self):
+        """group/version -> plural -> (kind, namespaced, has_status, short, schema)."""
+        out = {gv: {p: v + (None,) for p, v in rs.items()} for gv, rs in BUILTIN.items()}
+        for crd in self.crds():
+            spec = crd["spec"]
+            for v in spec.get("versions", []):
+                if not v.get("served", True):
+                    continue
+                gv = "%s/%s" % (spec["group"], v["name"])
+                out.setdefault(gv, {})[spec["names"]["plural"]] = (
+                    spec["names"]["kind"], spec.get("scope") == "Namespaced",
+                    "status" in (v.get("subresources") or {}),
+                    spec["names"].get("shortNames", []),
+                    (v.get("schema") or {}).get("openAPIV3Schema"))
+        return out
+
+    def resource_list(self, gv):
+        rs = self.resources().get(gv)
+        if rs is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        res = []
+        for plural, (kind, namespaced, has_status, short, _) in sorted(rs.items()):
+            res.append({"name": plural, "singularName": kind.lower(), "namespaced": namespaced,
+                        "kind": kind, "shortNames": short,
+                        "verbs": ["create", "delete", "deletecollection", "get", "list",
+                                  "patch", "update", "watch"]})
+            if has_status:
+                res.append({"name": plural + "/status", "singularName": "", "namespaced":
+                            namespaced, "kind": kind, "verbs": ["get", "patch", "update"]})
+        return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
+                "resources": res}
+
+    def group_list(self):
+        groups = {}
+        for gv in self.resources():
+            if "/" in gv:
+                g, v = gv.split("/")
+                groups.setdefault(g, []).append(v)
+        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+            {"name": g, "versions": [{"groupVersion": "%s/%s" % (g, v), "version": v}
+                                     for v in vs],
+             "preferredVersion": {"groupVersion": "%s/%s" % (g, vs[0]), "version": vs[0]}}
+            for g, vs in sorted(groups.items())]}
+
+    # --- OpenAPI v3, for kubectl: it sends fieldValidation=Strict (server-side
+    # field validation) when the document says the operations take it ---
+
+    def openapi_root(self):
+        return {"paths": {("api/v1" if gv == "v1" else "apis/" + gv):
+                          {"serverRelativeURL": "/openapi/v3/" +
+                           ("api/v1" if gv == "v1" else "apis/" + gv)}
+                          for gv in self.resources()}}
+
+    def openapi_gv(self, gv):
+        rs = self.resources().get(gv)
+        if rs is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        group, _, version = gv.rpartition("/")
+        prefix = "/api/v1" if gv == "v1" else "/apis/" + gv
+        params = [{"name": n, "in": "query", "schema": {"type": "string"}}
+                  for n in ("dryRun", "fieldManager", "fieldValidation")]
+        paths, schemas = {}, {}
+        for plural, (kind, namespaced, _, _, sch) in rs.items():
+            gvk = {"group": group, "version": version, "kind": kind}
+            op = {"parameters": params, "x-kubernetes-group-version-kind": gvk,
+                  "responses": {"200": {"description": "OK"}}}
+            base = prefix + ("/namespaces/{namespace}" if namespaced else "") + "/" + plural
+            paths[base] = {"post": op, "get": op}
+            paths[base + "/{name}"] = {"put": op, "patch": op, "get": op, "delete": op}
+            body = dict(sch or {"type": "object", "x-kubernetes-preserve-unknown-fields": True})
+            body["x-kubernetes-group-version-kind"] = [gvk]
+            schemas["%s.%s.%s" % (group or "core", version, kind)] = body
+        return {"openapi": "3.0.0", "info": {"title": "mwj-local", "version": "v1"},
+                "paths": paths, "components": {"schemas": schemas}}
+
+    # --- Table output (kubectl get asks for it; columns from the CRD) ---
+
+    def columns(self, gv, plural):
+        for crd in self.crds():
+            spec = crd["spec"]
+            for v in spec.get("versions", []):
+                if "%s/%s" % (spec["group"], v["name"]) == gv and \
+                        spec["names"]["plural"] == plural:
+                    return v.get("additionalPrinterColumns") or [
+                        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
+        return [{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
+
+    def table(self, gv, plural, items, rv):
+        cols = [{"name": "Name", "type": "string", "format": "name"}] + \
+            [c for c in self.columns(gv, plural) if c["name"] != "Name"]
+        rows = []
+        for obj in items:
+            cells = [obj["metadata"]["name"]]
+            for c in cols[1:]:
+                v = obj
+                for part in c["jsonPath"].strip(".").split("."):
+                    v = v.get(part) if isinstance(v, dict) else None
+                if c["type"] == "date" and isinstance(v, str):
+                    v = age(v)
+                cells.append(v)
+            rows.append({"cells": cells, "object": {
+                "kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                "metadata": obj["metadata"]}})
+        return {"kind": "Table", "apiVersion": "meta.k8s.io/v1",
+                "metadata": {"resourceVersion": rv},
+                "columnDefinitions": [{"name": c["name"], "type": c["type"],
+                                       "format": c.get("format", ""),
+                                       "description": c.get("description", ""),
+                                       "priority": c.get("priority", 0)} for c in cols],
+                "rows": rows}
+
+    # --- CRDs ---
+
+    def check_crd(self, obj):
+        spec = obj.get("spec") or {}
+        names = spec.get("names") or {}
+        errs = []
+        for f in ("group", "scope"):
+            if not spec.get(f):
+                errs.append("spec.%s: Required value" % f)
+        for f in ("plural", "kind"):
+            if not names.get(f):
+                errs.append("spec.names.%s: Required value" % f)
+        if not spec.get("versions"):
+            errs.append("spec.versions: Required value")
+        want = "%s.%s" % (names.get("plural"), spec.get("group"))
+        if obj.get("metadata", {}).get("name") != want:
+            errs.append('metadata.name: Invalid value: "%s": must be spec.names.plural+"."+'
+                        "spec.group" % obj.get("metadata", {}).get("name"))
+        if errs:
+            raise ApiError(422, "Invalid", 'CustomResourceDefinition.apiextensions.k8s.io "%s" '
+                                           "is invalid: %s" % (obj.get("metadata", {}).get(
+                                               "name"), ", ".join(errs)))
+        st = obj.setdefault("status", {})
+        st["acceptedNames"] = names
+        st["conditions"] = [{"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
+                             "message": "the initial names have been accepted",
+                             "lastTransitionTime": "2026-01-01T00:00:00Z"},
+                            {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
+                             "message": "no conflicts found",
+                             "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+        st["storedVersions"] = [v["name"] for v in spec["versions"] if v.get("storage")]
+
+    def admit(self, info, obj, name):
+        """Applies the CRD schema (pruning, defaults, 422) to a custom resource."""
+        kind, _, _, _, sch = info
+        if not sch:
+            return obj
+        stored, errs = schema.admit(sch, obj)
+        if errs:
+            raise ApiError(422, "Invalid", '%s "%s" is invalid: %s'
+                           % (kind, name, ", ".join(errs)) if len(errs) > 1 else
+                           '%s "%s" is invalid: %s' % (kind, name, errs[0]))
+        return stored
+
+
+PATH = re.compile(r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
+                  r"(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[^/]+)"
+                  r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>status))?$")
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    api = None
+    token = None
+
+    def log_message(self, fmt, *args):
+        if self.server.verbose:
+            sys.stderr.write("apiserver: %s\n" % (fmt % args))
+
+    def send_json(self, code, body):
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(n) if n else b""
+        try:
+            return json.loads(raw or b"null")
+        except ValueError as e:
+            raise ApiError(400, "BadRequest", "invalid JSON body: %s" % e) from e
+
+    def handle_any(self, method):
+        try:
+            if self.headers.get("Authorization") != "Bearer " + self.token:
+                raise ApiError(401, "Unauthorized", "Unauthorized")
+            url = urllib.parse.urlsplit(self.path)
+            query = urllib.parse.parse_qs(url.query)
+            code, body = self.route(method, url.path.rstrip("/") or "/", query)
+            self.send_json(code, body)
+        except ApiError as e:
+            self.send_json(e.code, e.status())
+
+    def do_GET(self):
+        self.handle_any("GET")
+
+    def do_POST(self):
+        self.handle_any("POST")
+
+    def do_PUT(self):
+        self.handle_any("PUT")
+
+    def do_PATCH(self):
+        self.handle_any("PATCH")
+
+    def do_DELETE(self):
+        self.handle_any("DELETE")
+
+    def route(self, method, path, query):
+        api = self.api
+        if path == "/version":
+            return 200, VERSION
+        if path in ("/healthz", "/readyz", "/livez"):
+            return 200, "ok"
+        if path == "/api":
+            return 200, {"kind": "APIVersions", "versions": ["v1"],
+                         "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0",
+                                                         "serverAddress": "127.0.0.1"}]}
+        if path == "/apis":
+            return 200, api.group_list()
+        if path == "/openapi/v3":
+            return 200, api.openapi_root()
+        if path.startswith("/openapi/v3/"):
+            rest = path[len("/openapi/v3/"):]
+            return 200, api.openapi_gv("v1" if rest == "api/v1" else rest[len("apis/"):])
+        if path == "/api/v1":
+            return 200, api.resource_list("v1")
+        m = re.match(r"^/apis/([^/]+)/([^/]+)$", path)
+        if m:
+            return 200, api.resource_list("%s/%s" % m.groups())
+        m = PATH.match(path)
+        if not m:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        return self.resource(method, m, query)
+
+    def resource(self, method, m, query):
+        api = self.api
+        gv = m["core"] or "%s/%s" % (m["group"], m["version"])
+        info = api.resources().get(gv, {}).get(m["plural"])
+        if info is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        kind, namespaced, has_status, _, _ = info
+        key = "%s/%s" % ("" if m["core"] else m["group"], "/".join(
+            [m["version"] or "v1", m["plural"]]))
+        ns = m["ns"] if namespaced else None
+        if namespaced and ns is None and method != "GET":
+            raise ApiError(404, "NotFound", "a namespace is required")
+        name, sub = m["name"], m["sub"]
+        store = api.store
+        as_table = "as=Table" in (self.headers.get("Accept") or "")
+        if method == "GET" and name is None:
+            items, rv = store.list(key, ns)
+            if as_table:
+                return 200, api.table(gv, m["plural"], items, rv)
+            return 200, {"kind": kind + "List", "apiVersion": gv,
+                         "metadata": {"resourceVersion": rv}, "items": items}
+        if method == "GET":
+            obj = store.get(key, ns, name)
+            if as_table:
+                return 200, api.table(gv, m["plural"], [obj],
+                                      obj["metadata"]["resourceVersion"])
+            return 200, obj
+        if method == "POST" and name is None:
+            obj = self.body()
+            self.check_kind(obj, gv, kind)
+            obj = api.admit(info, obj, (obj.get("metadata") or {}).get("name"))
+            if key == CRD_KEY:
+                api.check_crd(obj)
+            if has_status and key != CRD_KEY:
+                obj.pop("status", None)
+            if namespaced and ns != "default" and not self.namespace_exists(ns):
+                raise ApiError(404, "NotFound", 'namespaces "%s" not found' % ns)
+            return 201, store.create(key, ns, obj)
+        if method in ("PUT", "PATCH") and name:
+            if method == "PUT":
+                obj = self.body()
+            else:
+                obj = self.patched(store.get(key, ns, name))
+            self.check_kind(obj, gv, kind)
+            obj = api.admit(info, obj, name)
+            if key == CRD_KEY:
+                api.check_crd(obj)
+            return 200, store.update(key, ns, name, obj, has_status and key != CRD_KEY,
+                                     status_only=sub == "status")
+        if method == "DELETE" and name:
+            store.delete(key, ns, name)
+            return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                         "status": "Success", "details": {"name": name, "kind": m["plural"]}}
+        raise ApiError(405, "MethodNotAllowed", "%s is not allowed here" % method)
+
+    def namespace_exists(self, ns):
+        try:
+            self.api.store.get("/v1/namespaces", None, ns)
+            return True
+        except ApiError:
+            return False
+
+    def check_kind(self, obj, gv, kind):
+        if not isinstance(obj, dict):
+            raise ApiError(400, "BadRequest", "the body must be a JSON object")
+        if obj.get("kind", kind) != kind or obj.get("apiVersion", gv) != gv:
+            raise ApiError(400, "BadRequest", "%s %s does not belong at %s %s" % (
+                obj.get("apiVersion"), obj.get("kind"), gv, kind))
+        obj.setdefault("kind", kind)
+        obj.setdefault("apiVersion", gv)
+
+    def patched(self, current):
+        ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+        patch = self.body()
+        if ctype == "application/merge-patch+json":
+            return merge_patch(current, patch)
+        if ctype == "application/strategic-merge-patch+json":
+            return strategic_merge_patch(current, patch)
+        raise ApiError(415, "UnsupportedMediaType",
+                       "the patch type %s is not supported here" % ctype)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--cert", required=True)
+    p.add_argument("--key", required=True)
+    p.add_argument("--token", required=True)
+    p.add_argument("--verbose", action="store_true")
+    a = p.parse_args()
+    Handler.api = Api()
+    Handler.token = a.token
+    server = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
+    server.daemon_threads = True
+    server.verbose = a.verbose
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(a.cert, a.key)
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    print("apiserver: serving on https://127.0.0.1:%d" % a.port, flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Real kubectl against the local test cluster's API server: the CRD and the
+# examples apply, `get mwj` shows the printer columns, a wrong manifest is
+# refused naming the field, patches bump the generation, status changes only
+# through the status subresource, a stale update is a conflict, and delete
+# deletes. Ends with "N passed, N failed".
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+state=$(mktemp -d /tmp/mwj-e2e-XXXXXX)
+trap '"$root/e2e/cluster/down.sh" "$state" > /dev/null; rm -rf "$state"' EXIT
+passed=0
+failed=0
+
+check() { # check NAME COMMAND...: the command must succeed
+	local name=$1
+	shift
+	if out=$("$@" 2>&1); then
+		passed=$((passed + 1))
+		echo "ok   $name"
+	else
+		failed=$((failed + 1))
+		echo "FAIL $name"
+		printf '%s\n' "$out" | sed 's/^/     /'
+	fi
+}
+
+kubectl=${KUBECTL:-kubectl}
+if ! command -v "$kubectl" > /dev/null; then
+	echo "kubectl_api: no kubectl on PATH"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+"$root/e2e/cluster/up.sh" "$state" > /dev/null || {
+	echo "0 passed, 1 failed"
+	exit 1
+}
+export KUBECONFIG=$state/kubeconfig
+k() { "$kubectl" "$@"; }
+
+check "the CRD applies" k apply -f "$root/crds/"
+check "the CRD is established" k wait --for=condition=Established --timeout=10s \
+	crd/multiworkerjobs.training.mwj.io
+check "the examples apply" k apply -f "$root/examples/"
+check "re-applying an unchanged example changes nothing" \
+	bash -c "'$kubectl' apply -f '$root/examples/minimal.yaml' | grep -q unchanged"
+
+columns() {
+	k get mwj mnist | head -1 | grep -Eq '^NAME +WORKERS +PHASE +RESTARTS +AGE$' &&
+		k get mwj mnist --no-headers | grep -Eq '^mnist +2 +[0-9]+s$'
+}
+check "get mwj shows workers, phase, restarts and age" columns
+defaults() {
+	[ "$(k get mwj mnist -o jsonpath='{.spec.port} {.spec.restartPolicy} {.spec.backoffLimit}')" = \
+		"2222 ExitCode 6" ]
+}
+check "schema defaults are applied" defaults
+
+refused() {
+	local out
+	out=$(printf '%s\n' 'apiVersion: training.mwj.io/v1' 'kind: MultiWorkerJob' \
+		'metadata: {name: bad}' \
+		'spec: {workers: 0, template: {spec: {containers: [{name: w, image: i}]}}}' |
+		k apply -f - 2>&1) && return 1
+	printf '%s\n' "$out" | grep -q 'spec.workers: Invalid value: 0' &&
+		! k get mwj bad > /dev/null 2>&1
+}
+check "an invalid manifest is refused naming the field" refused
+
+generation() {
+	local g0 g1 g2
+	g0=$(k get mwj mnist -o jsonpath='{.metadata.generation}')
+	k patch mwj mnist --type=merge -p '{"spec":{"workers":3}}' > /dev/null &&
+		g1=$(k get mwj mnist -o jsonpath='{.metadata.generation}') &&
+		k label mwj mnist team=vision > /dev/null &&
+		g2=$(k get mwj mnist -o jsonpath='{.metadata.generation}') &&
+		[ "$g0" = 1 ] && [ "$g1" = 2 ] && [ "$g2" = 2 ] &&
+		[ "$(k get mwj mnist -o jsonpath='{.spec.workers}')" = 3 ]
+}
+check "a spec patch bumps the generation, a label does not" generation
+
+status_rules() {
+	k patch mwj mnist --type=merge -p '{"status":{"phase":"Running"}}' > /dev/null &&
+		[ -z "$(k get mwj mnist -o jsonpath='{.status.phase}')" ] &&
+		k patch mwj mnist --subresource=status --type=merge \
+			-p '{"status":{"phase":"Running"},"spec":{"workers":9}}' > /dev/null &&
+		[ "$(k get mwj mnist -o jsonpath='{.status.phase} {.spec.workers}')" = "Running 3" ] &&
+		k get mwj mnist --no-headers | grep -Eq '^mnist +3 +Running '
+}
+check "status changes only through the status subresource" status_rules
+
+conflict() {
+	local stale out
+	stale=$(k get mwj mnist -o json)
+	k patch mwj mnist --type=merge -p '{"spec":{"workers":4}}' > /dev/null || return 1
+	out=$(printf '%s\n' "$stale" | k replace -f - 2>&1) && return 1
+	printf '%s\n' "$out" | grep -q 'the object has been modified'
+}
+check "an update with a stale resourceVersion is a conflict" conflict
+
+deleted() {
+	k delete -f "$root/examples/all-fields.yaml" > /dev/null &&
+		! k get mwj mnist-all-fields > /dev/null 2>&1 &&
+		[ "$(k get mwj -o name | wc -l)" = 2 ]
+}
+check "delete removes the job" deleted
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
