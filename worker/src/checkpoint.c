@@ -1,10 +1,11 @@
-/* checkpoint.c - backup files: writing, listing, reading and pruning them
- * (format and rules in checkpoint.h). */
+/* checkpoint.c - the backup file: writing and reading it (format in
+ * checkpoint.h; the directory is checkpoint_dir.c). */
 #include "checkpoint.h"
 
-#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,116 +23,17 @@
 #endif
 
 static const unsigned char MAGIC[8] = {'M', 'W', 'J', 'B', 'A', 'C', 'K', 'P'};
-#define PREFIX_LEN  16
+#define PREFIX_LEN  16 /* magic, version, header length */
 #define SUMS_LEN    (3 * sizeof(double))
-#define HEADER_MAX  65536
-#define PATH_LEN    4200
-#define NAME_PREFIX "backup-"
-#define NAME_SUFFIX ".mwjb"
-#define NAME_DIGITS 12
+#define TRAILER_LEN 4
+#define HEADER_MAX  65536 /* a real header is about 400 bytes */
+#define HEAD_LEN    (PREFIX_LEN + HEADER_MAX)
+#define CHUNK       65536 /* read at a time from a file too big to hold */
+#define MAX_SLOTS   2     /* Adam's two moments */
 #define MAX_WORLD   4096
+#define MAX_BATCH   (1 << 20)
 
-int checkpoint_path(const char *dir, uint64_t global_step, char *out, size_t n)
-{
-	int len = snprintf(out, n, "%s/" NAME_PREFIX "%0*" PRIu64 NAME_SUFFIX, dir, NAME_DIGITS,
-	                   global_step);
-
-	return len < 0 || (size_t)len >= n ? -1 : 0;
-}
-
-/* Parses a backup's file name. With tmp, also "<name>.tmp.<anything>",
- * what atomic_file leaves behind when its writer dies. Returns 0 and the
- * step, or -1 for any other name. */
-static int parse_name(const char *name, int tmp, uint64_t *step)
-{
-	size_t plen = strlen(NAME_PREFIX), slen = strlen(NAME_SUFFIX);
-	uint64_t v = 0;
-
-	if (strncmp(name, NAME_PREFIX, plen) != 0)
-		return -1;
-	for (size_t i = 0; i < NAME_DIGITS; i++) {
-		char c = name[plen + i];
-		if (c < '0' || c > '9')
-			return -1;
-		v = v * 10 + (uint64_t)(c - '0');
-	}
-	const char *rest = name + plen + NAME_DIGITS;
-	if (strncmp(rest, NAME_SUFFIX, slen) != 0)
-		return -1;
-	rest += slen;
-	if (tmp ? strncmp(rest, ".tmp.", 5) != 0 : rest[0] != '\0')
-		return -1;
-	*step = v;
-	return 0;
-}
-
-static int cmp_desc(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return (x < y) - (x > y);
-}
-
-int checkpoint_list(const char *dir, uint64_t *steps, int max, char *err)
-{
-	uint64_t *all = NULL, step;
-	size_t n = 0, cap = 0;
-	const struct dirent *e;
-	DIR *d = opendir(dir);
-
-	if (!d) {
-		if (errno == ENOENT)
-			return 0;
-		return err_set(err, "opendir '%s': %s", dir, strerror(errno));
-	}
-	while ((e = readdir(d)) != NULL) {
-		if (parse_name(e->d_name, 0, &step) < 0)
-			continue;
-		if (n == cap) {
-			cap = cap ? 2 * cap : 16;
-			uint64_t *grown = xcalloc(cap, sizeof(*all));
-			if (n)
-				memcpy(grown, all, n * sizeof(*all));
-			free(all);
-			all = grown;
-		}
-		all[n++] = step;
-	}
-	closedir(d);
-	if (n)
-		qsort(all, n, sizeof(*all), cmp_desc);
-	if (n > (size_t)max)
-		n = (size_t)max;
-	if (n)
-		memcpy(steps, all, n * sizeof(*all));
-	free(all);
-	return (int)n;
-}
-
-/* Removes backups of dir other than keep_a and keep_b (UINT64_MAX: none),
- * and writers' temporary files. Returns 0, or -1 with the first failure. */
-static int prune(const char *dir, uint64_t keep_a, uint64_t keep_b, char *err)
-{
-	char path[PATH_LEN];
-	const struct dirent *e;
-	uint64_t step;
-	int rc = 0;
-	DIR *d = opendir(dir);
-
-	if (!d)
-		return errno == ENOENT ? 0 : err_set(err, "opendir '%s': %s", dir, strerror(errno));
-	while ((e = readdir(d)) != NULL) {
-		int is_tmp = parse_name(e->d_name, 1, &step) == 0;
-		if (!is_tmp &&
-		    (parse_name(e->d_name, 0, &step) < 0 || step == keep_a || step == keep_b))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		if (unlink(path) < 0 && errno != ENOENT && rc == 0)
-			rc = err_set(err, "unlink '%s': %s", path, strerror(errno));
-	}
-	closedir(d);
-	return rc;
-}
+/* --- Writing --- */
 
 static char *header_json(const struct checkpoint *c)
 {
@@ -168,27 +70,44 @@ static char *header_json(const struct checkpoint *c)
 	return text;
 }
 
+/* Refuses what checkpoint_load would refuse to read back or list: a backup
+ * that cannot be restored is worse than a failed save, which is logged. */
+static int check_savable(const struct checkpoint *c, const char *path, char *err)
+{
+	if (c->pos.global_step > CHECKPOINT_STEP_MAX)
+		return err_set(err, "'%s': global step %" PRIu64 " has more than %d digits", path,
+		               c->pos.global_step, CHECKPOINT_STEP_DIGITS);
+	if (c->nparams == 0 || (uint64_t)c->nparams > (1ull << 53))
+		return err_set(err, "'%s': %zu parameters", path, c->nparams);
+	if (c->nslots < 0 || c->nslots > MAX_SLOTS || (c->nslots > 0 && !c->opt_state))
+		return err_set(err, "'%s': %d optimizer state slots", path, c->nslots);
+	if (!memchr(c->model, '\0', sizeof(c->model)))
+		return err_set(err, "'%s': model name not terminated", path);
+	return 0;
+}
+
 int checkpoint_save(const char *dir, const struct checkpoint *c, char *err)
 {
-	char path[PATH_LEN];
-	unsigned char prefix[PREFIX_LEN], trailer[4];
+	char path[PATH_MAX], ignored[ERR_LEN];
+	unsigned char prefix[PREFIX_LEN], trailer[TRAILER_LEN];
 	double sums[3] = {c->pos.sums.loss_sum, c->pos.sums.correct, c->pos.sums.count};
 	size_t params_len = c->nparams * sizeof(float);
-	size_t state_len = (size_t)c->nslots * params_len;
-	uint64_t steps[CHECKPOINT_MAX_FILES] = {0}, older = UINT64_MAX;
-	char ignored[ERR_LEN];
-	int rc, n;
+	size_t state_len = c->nslots > 0 ? (size_t)c->nslots * params_len : 0;
+	char *json;
+	size_t json_len;
+	uint32_t crc;
+	int rc;
 
 	if (checkpoint_path(dir, c->pos.global_step, path, sizeof(path)) < 0)
 		return err_set(err, "backup directory '%s': path too long", dir);
-	if (mkdir_p(dir, err) < 0)
+	if (check_savable(c, path, err) < 0 || mkdir_p(dir, err) < 0)
 		return -1;
-	char *json = header_json(c);
-	size_t json_len = strlen(json);
+	json = header_json(c);
+	json_len = strlen(json);
 	memcpy(prefix, MAGIC, sizeof(MAGIC));
 	bytes_put_le32(prefix + 8, CHECKPOINT_VERSION);
 	bytes_put_le32(prefix + 12, (uint32_t)json_len);
-	uint32_t crc = crc32c(prefix, sizeof(prefix));
+	crc = crc32c(prefix, sizeof(prefix));
 	crc = crc32c_update(crc, json, json_len);
 	crc = crc32c_update(crc, sums, sizeof(sums));
 	crc = crc32c_update(crc, c->params, params_len);
@@ -196,224 +115,354 @@ int checkpoint_save(const char *dir, const struct checkpoint *c, char *err)
 		crc = crc32c_update(crc, c->opt_state, state_len);
 	bytes_put_le32(trailer, crc);
 	const void *bufs[] = {prefix, json, sums, c->params, c->opt_state, trailer};
-	size_t lens[] = {sizeof(prefix), json_len,  sizeof(sums),
-	                 params_len,     state_len, sizeof(trailer)};
+	const size_t lens[] = {sizeof(prefix), json_len,  sizeof(sums),
+	                       params_len,     state_len, sizeof(trailer)};
 	rc = atomic_file_writev(path, bufs, lens, 6, 0644, err);
 	free(json);
 	if (rc < 0)
 		return -1;
-	/* Keep the newest backup older than this one; anything newer belongs
-	 * to a timeline that was abandoned. Failing to prune loses nothing. */
-	n = checkpoint_list(dir, steps, CHECKPOINT_MAX_FILES, ignored);
-	for (int i = 0; i < n; i++)
-		if (steps[i] < c->pos.global_step) {
-			older = steps[i];
-			break;
-		}
-	prune(dir, c->pos.global_step, older, ignored);
+	/* The new backup is safe on disk; failing to prune loses nothing. */
+	checkpoint_prune(dir, c->pos.global_step, ignored);
 	return 0;
 }
 
-int checkpoint_remove_all(const char *dir, char *err)
+/* --- Reading --- */
+
+/* A backup file as checkpoint_load checks it: its first have bytes in b
+ * (all len of them, unless the file is too big for this run), and the
+ * CRC-32C of all but its last 4 bytes beside what those 4 bytes hold. */
+struct image {
+	const unsigned char *b;
+	size_t have, len;
+	uint32_t crc, stored;
+};
+
+/* Checks magic, length, checksum, version and header length, in that
+ * order: a newer format is only told from damage once the CRC is known to
+ * be good. Returns 0 with the header length, CORRUPT or INCOMPATIBLE. */
+static int check_frame(const struct image *im, const char *path, size_t *json_len, char *err)
 {
-	return prune(dir, UINT64_MAX, UINT64_MAX, err);
+	size_t n = im->have < sizeof(MAGIC) ? im->have : sizeof(MAGIC);
+	uint32_t version;
+
+	/* A few bytes that begin like a backup are a truncated one. */
+	if (memcmp(im->b, MAGIC, n) != 0) {
+		err_set(err, "'%s': not an mwj backup (bad magic)", path);
+		return CHECKPOINT_CORRUPT;
+	}
+	if (im->len < PREFIX_LEN + TRAILER_LEN) {
+		err_set(err, "'%s': truncated: %zu bytes, less than a header", path, im->len);
+		return CHECKPOINT_CORRUPT;
+	}
+	if (im->crc != im->stored) {
+		err_set(err, "'%s': checksum mismatch (file is corrupt or truncated)", path);
+		return CHECKPOINT_CORRUPT;
+	}
+	version = bytes_get_le32(im->b + 8);
+	if (version != CHECKPOINT_VERSION) {
+		err_set(err,
+		        "'%s': unsupported backup format version %" PRIu32 " (this build reads %d)",
+		        path, version, CHECKPOINT_VERSION);
+		return CHECKPOINT_INCOMPATIBLE;
+	}
+	*json_len = bytes_get_le32(im->b + 12);
+	/* Length first: the subtraction must not wrap. */
+	if (im->len < PREFIX_LEN + SUMS_LEN + TRAILER_LEN || *json_len > HEADER_MAX ||
+	    *json_len > im->len - PREFIX_LEN - SUMS_LEN - TRAILER_LEN) {
+		err_set(err, "'%s': header claims %zu bytes, the file has %zu", path, *json_len,
+		        im->len);
+		return CHECKPOINT_CORRUPT;
+	}
+	return 0;
 }
 
-/* Reads a decimal u64 held in a JSON string member. */
-static int get_u64_string(const cJSON *h, const char *key, uint64_t *out, char *err)
+/* A 64-bit counter: a JSON string of decimal digits, at most max. */
+static int get_u64(const cJSON *h, const char *key, uint64_t max, uint64_t *out, char *err)
 {
 	const char *s;
 	char *end;
+	unsigned long long v;
 
 	if (json_get_string(h, "", key, &s, err) < 0)
 		return -1;
+	/* strtoull alone would take blanks, a sign or nothing at all. */
 	errno = 0;
-	if (s[0] < '0' || s[0] > '9')
-		return err_set(err, "'%s' is not a decimal number", key);
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || *end)
-		return err_set(err, "'%s' is not a decimal number", key);
+	v = s[0] >= '0' && s[0] <= '9' ? strtoull(s, &end, 10) : 0;
+	if (s[0] < '0' || s[0] > '9' || errno != 0 || *end != '\0' || v > max)
+		return err_set(err, "'%s' must be a string of decimal digits up to %" PRIu64, key,
+		               max);
 	*out = v;
 	return 0;
 }
 
-/* Reads the header's fields into c, range-checked. Returns 0 or -1. */
-static int read_header(const cJSON *h, struct checkpoint *c, int64_t *nparams, int64_t *nslots,
-                       const char **opt, const char **hash, char *err)
+/* 16 lower-case hex digits, as header_json writes them. */
+static int parse_hash(const char *s, uint64_t *out)
 {
-	const char *format, *model;
-	int64_t world, batch, epoch, step;
+	uint64_t v = 0;
+
+	for (int i = 0; i < 16; i++) {
+		char c = s[i];
+		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+		if (d < 0)
+			return -1;
+		v = v << 4 | (uint64_t)d;
+	}
+	if (s[16] != '\0')
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* Reads what a backup must match, into got; *opt is borrowed from h. */
+static int read_model(const cJSON *h, struct checkpoint *got, const char **opt, char *err)
+{
+	const char *format, *model, *hash;
+	int64_t version, nparams, nslots;
 
 	if (json_get_string(h, "", "format", &format, err) < 0)
 		return -1;
 	if (strcmp(format, "mwj-backup") != 0)
-		return err_set(err, "header says format '%s', expected 'mwj-backup'", format);
-	if (json_get_string(h, "", "model", &model, err) < 0 ||
-	    json_get_string(h, "", "arch_hash", hash, err) < 0 ||
-	    json_get_i64(h, "", "num_params", 1, INT64_MAX / 16, nparams, err) < 0 ||
-	    json_get_string(h, "", "optimizer", opt, err) < 0 ||
-	    json_get_i64(h, "", "state_slots", 0, 2, nslots, err) < 0 ||
-	    get_u64_string(h, "iterations", &c->iterations, err) < 0 ||
-	    json_get_double(h, "", "learning_rate", 0.0, 1e9, &c->learning_rate, err) < 0 ||
-	    json_get_double(h, "", "momentum", 0.0, 1.0, &c->momentum, err) < 0 ||
-	    get_u64_string(h, "seed", &c->seed, err) < 0 ||
-	    json_get_i64(h, "", "world", 1, MAX_WORLD, &world, err) < 0 ||
-	    json_get_i64(h, "", "batch_size", 1, 1 << 20, &batch, err) < 0 ||
-	    json_get_i64(h, "", "epoch", 0, INT32_MAX, &epoch, err) < 0 ||
-	    json_get_i64(h, "", "step", 0, INT32_MAX, &step, err) < 0 ||
-	    get_u64_string(h, "global_step", &c->pos.global_step, err) < 0 ||
-	    get_u64_string(h, "examples", &c->pos.examples, err) < 0)
+		return err_set(err, "'format' is '%.64s', expected 'mwj-backup'", format);
+	if (json_get_i64(h, "", "version", 0, INT32_MAX, &version, err) < 0)
 		return -1;
-	snprintf(c->model, sizeof(c->model), "%s", model);
-	c->pos.world = (uint32_t)world;
-	c->pos.batch_size = (uint32_t)batch;
-	c->pos.epoch = (int)epoch;
-	c->pos.step = (long)step;
+	if (version != CHECKPOINT_VERSION)
+		return err_set(err, "'version' is %" PRId64 " but the prefix says %d", version,
+		               CHECKPOINT_VERSION);
+	if (json_get_string(h, "", "model", &model, err) < 0 ||
+	    json_get_string(h, "", "arch_hash", &hash, err) < 0 ||
+	    json_get_i64(h, "", "num_params", 1, INT64_MAX, &nparams, err) < 0 ||
+	    json_get_string(h, "", "optimizer", opt, err) < 0 ||
+	    json_get_i64(h, "", "state_slots", 0, MAX_SLOTS, &nslots, err) < 0)
+		return -1;
+	/* Compared whole, not cut to fit: a longer name is another model. */
+	if (strlen(model) >= sizeof(got->model))
+		return err_set(err, "'model' is longer than %zu bytes", sizeof(got->model) - 1);
+	if (parse_hash(hash, &got->arch_hash) < 0)
+		return err_set(err, "'arch_hash' must be 16 lower-case hex digits");
+	memcpy(got->model, model, strlen(model) + 1);
+	got->nparams = (size_t)nparams;
+	got->nslots = (int)nslots;
 	return 0;
 }
 
-/* Checks that the sound backup b of len bytes (json_len of header) fits the
- * run c describes, and copies it in. */
-static int take(const unsigned char *b, size_t len, size_t json_len, struct checkpoint *c,
-                const char *path, char *err)
+/* Reads where training stands and the hyper-parameters, range-checked. */
+static int read_position(const cJSON *h, struct checkpoint *got, char *err)
 {
-	struct checkpoint got = {0};
-	int64_t nparams = 0, nslots = 0;
-	const char *opt = "", *hash = "";
-	char want[17], why[ERR_LEN];
-	enum optimizer_kind kind;
-	int rc = CHECKPOINT_CORRUPT;
-	cJSON *h = json_parse((const char *)b + PREFIX_LEN, json_len, why);
+	int64_t world, batch, epoch, step;
 
-	if (!h || read_header(h, &got, &nparams, &nslots, &opt, &hash, why) < 0) {
+	if (get_u64(h, "iterations", UINT64_MAX, &got->iterations, err) < 0 ||
+	    json_get_double(h, "", "learning_rate", 0.0, 1e9, &got->learning_rate, err) < 0 ||
+	    json_get_double(h, "", "momentum", 0.0, 1.0, &got->momentum, err) < 0 ||
+	    get_u64(h, "seed", UINT64_MAX, &got->seed, err) < 0 ||
+	    json_get_i64(h, "", "world", 1, MAX_WORLD, &world, err) < 0 ||
+	    json_get_i64(h, "", "batch_size", 1, MAX_BATCH, &batch, err) < 0 ||
+	    json_get_i64(h, "", "epoch", 0, INT32_MAX, &epoch, err) < 0 ||
+	    json_get_i64(h, "", "step", 0, INT32_MAX, &step, err) < 0 ||
+	    get_u64(h, "global_step", CHECKPOINT_STEP_MAX, &got->pos.global_step, err) < 0 ||
+	    get_u64(h, "examples", UINT64_MAX, &got->pos.examples, err) < 0)
+		return -1;
+	got->pos.world = (uint32_t)world;
+	got->pos.batch_size = (uint32_t)batch;
+	got->pos.epoch = (int)epoch;
+	got->pos.step = (long)step;
+	return 0;
+}
+
+/* Checks that a backup of model got with optimizer opt fits the run c. */
+static int check_fits(const struct checkpoint *got, const char *opt, const struct checkpoint *c,
+                      const char *path, char *err)
+{
+	enum optimizer_kind kind;
+
+	if (strcmp(got->model, c->model) != 0 || got->arch_hash != c->arch_hash ||
+	    got->nparams != c->nparams) {
+		err_set(err,
+		        "'%s': backup is of model '%s' (architecture %016" PRIx64
+		        ", %zu parameters)"
+		        ", this run trains '%s' (architecture %016" PRIx64 ", %zu parameters)",
+		        path, got->model, got->arch_hash, got->nparams, c->model, c->arch_hash,
+		        c->nparams);
+		return CHECKPOINT_INCOMPATIBLE;
+	}
+	/* An optimizer this build does not know is a newer writer's, not
+	 * damage: the CRC vouches for the bytes. */
+	if (optimizer_parse(opt, &kind) < 0 || kind != c->optimizer || got->nslots != c->nslots) {
+		err_set(
+		    err,
+		    "'%s': backup holds %.32s state with %d slot%s; this run uses %s (%d slot%s)",
+		    path, opt, got->nslots, got->nslots == 1 ? "" : "s",
+		    optimizer_name(c->optimizer), c->nslots, c->nslots == 1 ? "" : "s");
+		return CHECKPOINT_INCOMPATIBLE;
+	}
+	return 0;
+}
+
+/* Parses the header of a sound file, checks it against the file's length
+ * (CORRUPT) and then against the run c (INCOMPATIBLE). Fills got with all
+ * but the metric sums and the buffers. */
+static int check_header(const struct image *im, size_t json_len, const struct checkpoint *c,
+                        const char *path, struct checkpoint *got, char *err)
+{
+	const char *opt = NULL;
+	char why[ERR_LEN];
+	int rc = CHECKPOINT_CORRUPT;
+	cJSON *h = json_parse((const char *)im->b + PREFIX_LEN, json_len, why);
+
+	if (!h || read_model(h, got, &opt, why) < 0 || read_position(h, got, why) < 0) {
 		err_set(err, "'%s': header: %s", path, why);
 		goto out;
 	}
-	/* nparams is bounded by the length first, so the product cannot wrap. */
-	if ((uint64_t)nparams > len / 4 || len != PREFIX_LEN + json_len + SUMS_LEN +
-	                                              (size_t)nparams * 4 * (size_t)(1 + nslots) +
-	                                              4) {
-		err_set(err,
-		        "'%s': %zu bytes, but its header describes %" PRId64
-		        " parameters and %" PRId64 " state slots",
-		        path, len, nparams, nslots);
+	/* nparams is bounded by the length first, so that the product cannot
+	 * wrap. The CRC was good: a writer got this wrong. */
+	if (got->nparams > im->len / sizeof(float) ||
+	    im->len != PREFIX_LEN + json_len + SUMS_LEN +
+	                   got->nparams * sizeof(float) * (size_t)(1 + got->nslots) + TRAILER_LEN) {
+		err_set(
+		    err,
+		    "'%s': %zu bytes long, but its header describes %zu parameters and %d state "
+		    "slots",
+		    path, im->len, got->nparams, got->nslots);
 		goto out;
 	}
-	rc = CHECKPOINT_INCOMPATIBLE;
-	snprintf(want, sizeof(want), "%016" PRIx64, c->arch_hash);
-	if (strcmp(got.model, c->model) != 0 || strcmp(hash, want) != 0 ||
-	    (size_t)nparams != c->nparams) {
-		err_set(err,
-		        "'%s': backup is of model '%s' (architecture %s, %" PRId64
-		        " parameters); this run trains '%s' (%s, %zu)",
-		        path, got.model, hash, nparams, c->model, want, c->nparams);
-		goto out;
-	}
-	if (optimizer_parse(opt, &kind) < 0 || kind != c->optimizer || nslots != c->nslots) {
-		err_set(err,
-		        "'%s': backup holds %s state with %" PRId64
-		        " slot(s); this run uses %s with %d",
-		        path, opt, nslots, optimizer_name(c->optimizer), c->nslots);
-		goto out;
-	}
-	const unsigned char *p = b + PREFIX_LEN + json_len;
-	double sums[3];
-	memcpy(sums, p, sizeof(sums));
-	p += SUMS_LEN;
-	memcpy(c->params, p, c->nparams * sizeof(float));
-	p += c->nparams * sizeof(float);
-	if (c->nslots)
-		memcpy(c->opt_state, p, (size_t)c->nslots * c->nparams * sizeof(float));
-	got.pos.sums = (struct metrics){sums[0], sums[1], sums[2]};
-	c->pos = got.pos;
-	c->seed = got.seed;
-	c->iterations = got.iterations;
-	c->learning_rate = got.learning_rate;
-	c->momentum = got.momentum;
-	rc = 0;
+	rc = check_fits(got, opt, c, path, err);
 out:
 	cJSON_Delete(h);
 	return rc;
 }
 
-/* A file larger than any backup of this run's model: most likely one of a
- * bigger model. Its header says so without reading the rest. Returns
- * CHECKPOINT_INCOMPATIBLE if it names another model, else CORRUPT. */
-static int oversized(const char *path, const struct checkpoint *c, char *err)
+/* The largest file checkpoint_load reads whole: a backup of this run's
+ * model with the longest header allowed. Saturates rather than wraps. */
+static size_t max_len(const struct checkpoint *c)
 {
-	unsigned char head[PREFIX_LEN + 4096];
-	char why[ERR_LEN];
-	FILE *f = fopen(path, "rb");
-	size_t n = f ? fread(head, 1, sizeof(head), f) : 0;
-	struct checkpoint got = {0};
-	int64_t nparams = 0, nslots = 0;
-	const char *opt = "", *hash = "";
-	cJSON *h = NULL;
+	size_t fixed = HEAD_LEN + SUMS_LEN + TRAILER_LEN;
+	size_t per_param = sizeof(float) * (size_t)(1 + (c->nslots > 0 ? c->nslots : 0));
 
-	if (f)
-		fclose(f);
-	if (n > PREFIX_LEN && memcmp(head, MAGIC, sizeof(MAGIC)) == 0 &&
-	    bytes_get_le32(head + 12) <= n - PREFIX_LEN)
-		h = json_parse((const char *)head + PREFIX_LEN, bytes_get_le32(head + 12), why);
-	if (h && read_header(h, &got, &nparams, &nslots, &opt, &hash, why) == 0 &&
-	    (strcmp(got.model, c->model) != 0 || (size_t)nparams != c->nparams)) {
-		err_set(err,
-		        "'%s': backup is of model '%s' (%" PRId64 " parameters); this run "
-		        "trains '%s' (%zu)",
-		        path, got.model, nparams, c->model, c->nparams);
-		cJSON_Delete(h);
-		return CHECKPOINT_INCOMPATIBLE;
+	if (c->nparams > (SIZE_MAX - fixed) / per_param)
+		return SIZE_MAX;
+	return fixed + c->nparams * per_param;
+}
+
+/* Reads the file at path through a CHUNK-sized buffer, keeping only its
+ * first HEAD_LEN bytes in *head (malloc'd; the caller frees it, also on
+ * failure), and fills im. */
+static int read_streaming(const char *path, struct image *im, unsigned char **head, char *err)
+{
+	unsigned char trailer[TRAILER_LEN] = {0};
+	unsigned char *scratch = xmalloc(CHUNK);
+	struct stat st;
+	size_t off = 0, body;
+	int rc = -1;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	*head = xmalloc(HEAD_LEN);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		err_set(err, "open '%s': %s", path, strerror(errno));
+		goto out;
 	}
-	cJSON_Delete(h);
-	return CHECKPOINT_CORRUPT;
+	im->len = (size_t)st.st_size;
+	im->have = im->len < HEAD_LEN ? im->len : HEAD_LEN;
+	im->b = *head;
+	im->crc = 0;
+	body = im->len >= TRAILER_LEN ? im->len - TRAILER_LEN : 0;
+	while (off < im->len) {
+		unsigned char *dst = off < im->have ? *head + off : scratch;
+		size_t want = off < im->have ? im->have - off : CHUNK;
+		ssize_t n = read(fd, dst, want < im->len - off ? want : im->len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			err_set(err, "read '%s': %s", path,
+			        n < 0 ? strerror(errno) : "file shrank");
+			goto out;
+		}
+		size_t got = (size_t)n;
+		if (off < body)
+			im->crc = crc32c_update(im->crc, dst, got < body - off ? got : body - off);
+		for (size_t i = body > off ? body - off : 0; i < got; i++)
+			trailer[off + i - body] = dst[i];
+		off += got;
+	}
+	im->stored = bytes_get_le32(trailer);
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(scratch);
+	return rc;
+}
+
+/* A file too big to be a backup of this run's model: most likely a sound
+ * backup of a bigger one, which must stop the run rather than be passed
+ * over as damaged. It is checked like any other, with the checksum
+ * streamed over it so that a huge file never sits in memory. Never
+ * returns 0. */
+static int load_oversized(const char *path, const struct checkpoint *c, char *err)
+{
+	struct checkpoint got = {0};
+	struct image im = {0};
+	unsigned char *head = NULL;
+	size_t json_len = 0;
+	int rc = CHECKPOINT_CORRUPT;
+
+	if (read_streaming(path, &im, &head, err) < 0)
+		goto out;
+	rc = check_frame(&im, path, &json_len, err);
+	if (rc == 0)
+		rc = check_header(&im, json_len, c, path, &got, err);
+	/* Cannot happen: a header that fits this run makes the file small. */
+	if (rc == 0) {
+		err_set(err, "'%s': larger than any backup of this run", path);
+		rc = CHECKPOINT_CORRUPT;
+	}
+out:
+	free(head);
+	return rc;
+}
+
+static int is_larger_file(const char *path, size_t max)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && (uintmax_t)st.st_size > max;
 }
 
 int checkpoint_load(const char *path, struct checkpoint *c, char *err)
 {
-	size_t max = PREFIX_LEN + HEADER_MAX + SUMS_LEN +
-	             c->nparams * sizeof(float) * (size_t)(1 + c->nslots) + 4;
+	struct checkpoint got = {0};
+	struct image im = {0};
 	unsigned char *b = NULL;
-	size_t len = 0, json_len;
-	uint32_t version;
-	int rc = CHECKPOINT_CORRUPT;
+	size_t len = 0, json_len = 0, max = max_len(c);
+	int rc;
 
-	if (file_read_all(path, max, &b, &len, err) < 0) {
-		struct stat st;
-		if (stat(path, &st) == 0 && (uintmax_t)st.st_size > max) {
-			char why[ERR_LEN];
-			int rc2 = oversized(path, c, why);
-			if (rc2 == CHECKPOINT_INCOMPATIBLE)
-				memcpy(err, why, ERR_LEN);
-			return rc2;
-		}
-		return CHECKPOINT_CORRUPT;
+	if (file_read_all(path, max, &b, &len, err) < 0)
+		return is_larger_file(path, max) ? load_oversized(path, c, err)
+		                                 : CHECKPOINT_CORRUPT;
+	im.b = b;
+	im.have = im.len = len;
+	if (len >= PREFIX_LEN + TRAILER_LEN) {
+		im.crc = crc32c(b, len - TRAILER_LEN);
+		im.stored = bytes_get_le32(b + len - TRAILER_LEN);
 	}
-	if (len < sizeof(MAGIC) || memcmp(b, MAGIC, sizeof(MAGIC)) != 0) {
-		err_set(err, "'%s': not an mwj backup (bad magic)", path);
-		goto out;
+	rc = check_frame(&im, path, &json_len, err);
+	if (rc == 0)
+		rc = check_header(&im, json_len, c, path, &got, err);
+	if (rc == 0) {
+		const unsigned char *p = b + PREFIX_LEN + json_len;
+		double sums[3];
+		memcpy(sums, p, SUMS_LEN);
+		p += SUMS_LEN;
+		memcpy(c->params, p, c->nparams * sizeof(float));
+		if (c->nslots > 0)
+			memcpy(c->opt_state, p + c->nparams * sizeof(float),
+			       (size_t)c->nslots * c->nparams * sizeof(float));
+		got.pos.sums = (struct metrics){sums[0], sums[1], sums[2]};
+		c->pos = got.pos;
+		c->seed = got.seed;
+		memcpy(c->model, got.model, sizeof(c->model));
+		c->iterations = got.iterations;
+		c->learning_rate = got.learning_rate;
+		c->momentum = got.momentum;
 	}
-	if (len < PREFIX_LEN + 4) {
-		err_set(err, "'%s': truncated: %zu bytes, less than a header", path, len);
-		goto out;
-	}
-	if (crc32c(b, len - 4) != bytes_get_le32(b + len - 4)) {
-		err_set(err, "'%s': checksum mismatch (file is corrupt or truncated)", path);
-		goto out;
-	}
-	version = bytes_get_le32(b + 8);
-	if (version != CHECKPOINT_VERSION) {
-		err_set(err, "'%s': unsupported backup format version %u (this build reads %d)",
-		        path, version, CHECKPOINT_VERSION);
-		rc = CHECKPOINT_INCOMPATIBLE;
-		goto out;
-	}
-	json_len = bytes_get_le32(b + 12);
-	if (json_len > HEADER_MAX || json_len > len - PREFIX_LEN - 4 - SUMS_LEN) {
-		err_set(err, "'%s': header claims %zu bytes, file has %zu", path, json_len, len);
-		goto out;
-	}
-	rc = take(b, len, json_len, c, path, err);
-out:
 	free(b);
 	return rc;
 }

@@ -38,10 +38,12 @@
 #include "metrics.h"
 #include "optimizer.h"
 
-#define CHECKPOINT_VERSION   1
-#define CHECKPOINT_KEEP      2 /* backups left in the directory after a save */
-#define CHECKPOINT_NAME_LEN  32
-#define CHECKPOINT_MAX_FILES 64 /* checkpoint_list looks at no more than this */
+#define CHECKPOINT_VERSION     1
+#define CHECKPOINT_KEEP        2 /* backups left in the directory after a save */
+#define CHECKPOINT_NAME_LEN    32
+#define CHECKPOINT_MAX_FILES   64              /* checkpoint_list looks at no more than this */
+#define CHECKPOINT_STEP_DIGITS 12              /* of the global step in a file name */
+#define CHECKPOINT_STEP_MAX    999999999999ull /* the largest step a name holds */
 
 /* checkpoint_load's failures: the file is damaged (use an older backup), or
  * it is sound but belongs to another model or a newer format (stop: exit 1,
@@ -104,6 +106,13 @@ int checkpoint_path(const char *dir, uint64_t global_step, char *out, size_t n);
  * state), each with a message in err naming path. On failure the buffers
  * may have been overwritten. */
 int checkpoint_load(const char *path, struct checkpoint *c, char *err);
+
+/* Removes every temporary file of a backup from dir, and every backup but
+ * keep and the newest one older than it (keep UINT64_MAX: all of them). A
+ * newer one than keep goes too: it belongs to a run that was abandoned for
+ * an older backup. Returns 0, or -1 with the first failure; it goes on with
+ * the rest. checkpoint_save calls it after each successful write. */
+int checkpoint_prune(const char *dir, uint64_t keep, char *err);
 
 /* Removes every backup in dir, and temporary files of crashed writers, but
  * not dir itself or anything else in it. Returns 0, or -1 with a message

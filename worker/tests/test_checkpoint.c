@@ -16,6 +16,7 @@
 
 #include <dirent.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,9 @@
 #define N          1000 /* parameters of the made-up model */
 #define PREFIX_LEN 16
 #define SUMS_LEN   24
+#define PAYLOAD    (SUMS_LEN + 3 * N * 4) /* sums, params and Adam's 2 slots */
+
+static const unsigned char MAGIC[8] = {'M', 'W', 'J', 'B', 'A', 'C', 'K', 'P'};
 
 struct fixture {
 	char dir[TESTUTIL_TMPDIR_LEN]; /* first, for testutil_fixture_setup() */
@@ -78,6 +82,9 @@ static struct checkpoint sample(struct fixture *fx, uint64_t step)
 
 	for (int i = 0; i < N; i++)
 		fx->params[i] = (float)i * 0.1f + (float)step;
+	fx->params[1] = -0.0f;
+	fx->params[2] = nanf("0x2a");
+	fx->params[3] = 1e-45f; /* subnormal */
 	for (int i = 0; i < 2 * N; i++)
 		fx->state[i] = 1.0f / (float)(i + 1);
 	return c;
@@ -116,132 +123,10 @@ static int load(struct fixture *fx, uint64_t step, struct checkpoint *c)
 	return checkpoint_load(path, c, fx->err);
 }
 
-/* Rewrites the trailing CRC of the file at path so that it is sound. */
+/* Rewrites the trailing CRC of a backup's bytes so that it is sound. */
 static void fix_crc(unsigned char *b, size_t len)
 {
 	bytes_put_le32(b + len - 4, crc32c(b, len - 4));
-}
-
-static void test_a_backup_round_trips_every_field_bitwise(void **state)
-{
-	struct fixture *fx = *state;
-	struct checkpoint c = sample(fx, 42), got;
-
-	save(fx, &c);
-	assert_int_equal(load(fx, 42, &got), 0);
-	assert_memory_equal(fx->got_params, fx->params, sizeof(fx->params));
-	assert_memory_equal(fx->got_state, fx->state, sizeof(fx->state));
-	assert_memory_equal(&got.pos.sums, &c.pos.sums, sizeof(c.pos.sums));
-	assert_int_equal(got.pos.epoch, 3);
-	assert_int_equal(got.pos.step, 17);
-	assert_true(got.pos.global_step == 42);
-	assert_true(got.pos.examples == (1ull << 60) + 3);
-	assert_int_equal(got.pos.world, 4);
-	assert_int_equal(got.pos.batch_size, 32);
-	assert_true(got.seed == UINT64_MAX);
-	assert_true(got.iterations == (1ull << 53) + 1);
-	assert_true(got.learning_rate == 0.001);
-	assert_string_equal(got.model, "cnn");
-}
-
-static void test_the_header_is_readable_json_a_tool_can_use(void **state)
-{
-	struct fixture *fx = *state;
-	struct checkpoint c = sample(fx, 7);
-	char path[PATH_MAX];
-	size_t len;
-
-	save(fx, &c);
-	path_of(fx, 7, path);
-	unsigned char *b = testutil_read_file(path, &len);
-	assert_memory_equal(b, "MWJBACKP", 8);
-	uint32_t hlen = (uint32_t)b[12] | (uint32_t)b[13] << 8 | (uint32_t)b[14] << 16;
-	char *json = calloc(1, hlen + 1);
-	assert_non_null(json);
-	memcpy(json, b + PREFIX_LEN, hlen);
-	cJSON *h = testutil_json_object(json);
-	assert_string_equal(testutil_json_string(h, "format"), "mwj-backup");
-	assert_string_equal(testutil_json_string(h, "global_step"), "7");
-	assert_string_equal(testutil_json_string(h, "seed"), "18446744073709551615");
-	assert_string_equal(testutil_json_string(h, "optimizer"), "adam");
-	assert_true(testutil_json_number(h, "num_params") == N);
-	assert_int_equal(len, PREFIX_LEN + hlen + SUMS_LEN + 3 * N * 4 + 4);
-	cJSON_Delete(h);
-	free(json);
-	free(b);
-}
-
-static void test_list_gives_the_newest_first_and_ignores_other_files(void **state)
-{
-	struct fixture *fx = *state;
-	const char *others[] = {"backup-12.mwjb", "backup-000000000001.mwjb.tmp.123", "notes.txt",
-	                        "backup-00000000000x.mwjb", "backup-000000000002.mwjbx"};
-	uint64_t steps[8];
-	char path[PATH_MAX];
-	struct checkpoint c;
-
-	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", fx->dir, others[i]);
-		testutil_write_file(path, "x", 1);
-	}
-	/* Written directly, so that no save prunes the others. */
-	c = sample(fx, 5);
-	save(fx, &c);
-	path_of(fx, 5, path);
-	size_t len;
-	void *b = testutil_read_file(path, &len);
-	char p2[PATH_MAX];
-	path_of(fx, 300, p2);
-	testutil_write_file(p2, b, len);
-	path_of(fx, 40, p2);
-	testutil_write_file(p2, b, len);
-	free(b);
-	assert_int_equal(checkpoint_list(fx->dir, steps, 8, fx->err), 3);
-	assert_true(steps[0] == 300 && steps[1] == 40 && steps[2] == 5);
-	assert_int_equal(checkpoint_list(fx->dir, steps, 2, fx->err), 2);
-	assert_true(steps[0] == 300 && steps[1] == 40);
-}
-
-static void test_a_missing_directory_holds_no_backups(void **state)
-{
-	struct fixture *fx = *state;
-	char path[PATH_MAX];
-	uint64_t steps[2];
-
-	snprintf(path, sizeof(path), "%s/none", fx->dir);
-	assert_int_equal(checkpoint_list(path, steps, 2, fx->err), 0);
-	assert_int_equal(checkpoint_remove_all(path, fx->err), 0);
-}
-
-static void assert_backups(struct fixture *fx, int n, const uint64_t *expect)
-{
-	uint64_t steps[8];
-
-	assert_int_equal(checkpoint_list(fx->dir, steps, 8, fx->err), n);
-	for (int i = 0; i < n; i++)
-		assert_true(steps[i] == expect[i]);
-}
-
-static void test_a_save_keeps_itself_and_the_newest_older_backup(void **state)
-{
-	struct fixture *fx = *state;
-	struct checkpoint c;
-	char tmp[PATH_MAX];
-
-	for (uint64_t s = 10; s <= 30; s += 10) {
-		c = sample(fx, s);
-		save(fx, &c);
-	}
-	assert_backups(fx, 2, (const uint64_t[]){30, 20});
-	/* A crashed writer's temporary file goes with the next save. */
-	snprintf(tmp, sizeof(tmp), "%s/backup-000000000040.mwjb.tmp.999", fx->dir);
-	testutil_write_file(tmp, "partial", 7);
-	/* Going back to step 25 (all workers restarted from an older backup):
-	 * 30 belongs to the abandoned run and goes. */
-	c = sample(fx, 25);
-	save(fx, &c);
-	assert_backups(fx, 2, (const uint64_t[]){25, 20});
-	assert_int_equal(access(tmp, F_OK), -1);
 }
 
 /* Saves sample(fx, step) and returns the file's path and bytes; the caller
@@ -255,6 +140,269 @@ static unsigned char *saved_sample(struct fixture *fx, uint64_t step, char *path
 	return testutil_read_file(path, len);
 }
 
+static void assert_backups(struct fixture *fx, int n, const uint64_t *expect)
+{
+	uint64_t steps[8];
+
+	assert_int_equal(checkpoint_list(fx->dir, steps, 8, fx->err), n);
+	for (int i = 0; i < n; i++)
+		assert_true(steps[i] == expect[i]);
+}
+
+static void touch(const struct fixture *fx, const char *name)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", fx->dir, name);
+	testutil_write_file(path, "x", 1);
+}
+
+static int exists(const struct fixture *fx, const char *name)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", fx->dir, name);
+	return access(path, F_OK) == 0;
+}
+
+/* --- Round trips --- */
+
+static void test_a_backup_round_trips_every_field_bitwise(void **state)
+{
+	struct fixture *fx = *state;
+	struct checkpoint c = sample(fx, 42), got;
+
+	save(fx, &c);
+	memset(fx->got_params, 0xff, sizeof(fx->got_params));
+	assert_int_equal(load(fx, 42, &got), 0);
+	assert_memory_equal(fx->got_params, fx->params, sizeof(fx->params));
+	assert_memory_equal(fx->got_state, fx->state, sizeof(fx->state));
+	assert_memory_equal(&got.pos.sums, &c.pos.sums, sizeof(c.pos.sums));
+	assert_int_equal(got.pos.epoch, 3);
+	assert_int_equal(got.pos.step, 17);
+	assert_true(got.pos.global_step == 42);
+	assert_true(got.pos.examples == (1ull << 60) + 3);
+	assert_int_equal(got.pos.world, 4);
+	assert_int_equal(got.pos.batch_size, 32);
+	assert_true(got.seed == UINT64_MAX);
+	assert_true(got.iterations == (1ull << 53) + 1);
+	assert_true(bytes_f64_bits(got.learning_rate) == bytes_f64_bits(0.001));
+	assert_true(got.momentum == 0.0);
+	assert_string_equal(got.model, "cnn");
+	assert_ptr_equal(got.params, fx->got_params);
+	assert_ptr_equal(got.opt_state, fx->got_state);
+}
+
+static void test_a_backup_without_optimizer_state_round_trips(void **state)
+{
+	struct fixture *fx = *state;
+	struct checkpoint c = sample(fx, 8), got;
+
+	c.optimizer = OPT_SGD;
+	c.nslots = 0;
+	c.opt_state = NULL;
+	c.momentum = 0.1;
+	save(fx, &c);
+	got = want(fx);
+	got.optimizer = OPT_SGD;
+	got.nslots = 0;
+	got.opt_state = NULL;
+	char path[PATH_MAX];
+	path_of(fx, 8, path);
+	size_t len;
+	free(testutil_read_file(path, &len));
+	assert_true(len > (size_t)N * 4 && len < (size_t)N * 4 + 1024);
+	assert_int_equal(checkpoint_load(path, &got, fx->err), 0);
+	assert_memory_equal(fx->got_params, fx->params, sizeof(fx->params));
+	assert_true(bytes_f64_bits(got.momentum) == bytes_f64_bits(0.1));
+	assert_null(got.opt_state);
+}
+
+static void test_the_header_is_readable_json_a_tool_can_use(void **state)
+{
+	struct fixture *fx = *state;
+	char path[PATH_MAX];
+	size_t len;
+	unsigned char *b = saved_sample(fx, 7, path, &len);
+
+	assert_memory_equal(b, "MWJBACKP", 8);
+	assert_int_equal(bytes_get_le32(b + 8), 1);
+	uint32_t hlen = bytes_get_le32(b + 12);
+	char *json = calloc(1, hlen + 1);
+	assert_non_null(json);
+	memcpy(json, b + PREFIX_LEN, hlen);
+	cJSON *h = testutil_json_object(json);
+	assert_string_equal(testutil_json_string(h, "format"), "mwj-backup");
+	assert_string_equal(testutil_json_string(h, "arch_hash"), "0123456789abcdef");
+	assert_string_equal(testutil_json_string(h, "global_step"), "7");
+	assert_string_equal(testutil_json_string(h, "seed"), "18446744073709551615");
+	assert_string_equal(testutil_json_string(h, "iterations"), "9007199254740993");
+	assert_string_equal(testutil_json_string(h, "optimizer"), "adam");
+	assert_true(testutil_json_number(h, "num_params") == N);
+	assert_true(testutil_json_number(h, "state_slots") == 2);
+	assert_int_equal(len, PREFIX_LEN + hlen + PAYLOAD + 4);
+	assert_int_equal(bytes_get_le32(b + len - 4), crc32c(b, len - 4));
+	cJSON_Delete(h);
+	free(json);
+	free(b);
+}
+
+/* --- The directory --- */
+
+static void test_list_gives_the_newest_first_and_ignores_other_files(void **state)
+{
+	struct fixture *fx = *state;
+	const char *others[] = {"backup-12.mwjb",
+	                        "backup-000000000001.mwjb.tmp.123",
+	                        "notes.txt",
+	                        "backup-00000000000x.mwjb",
+	                        "backup-000000000002.mwjbx",
+	                        "backup-0000000000003.mwjb",
+	                        "xbackup-000000000004.mwjb"};
+	uint64_t steps[8];
+	char path[PATH_MAX];
+	struct checkpoint c;
+
+	/* Copies written directly, and the other files after the one save, so
+	 * that no save prunes them. */
+	c = sample(fx, 5);
+	save(fx, &c);
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
+		touch(fx, others[i]);
+	path_of(fx, 5, path);
+	size_t len;
+	void *b = testutil_read_file(path, &len);
+	const uint64_t copies[] = {40, 300, 7, 999999999999};
+	for (size_t i = 0; i < sizeof(copies) / sizeof(copies[0]); i++) {
+		path_of(fx, copies[i], path);
+		testutil_write_file(path, b, len);
+	}
+	free(b);
+	assert_int_equal(checkpoint_list(fx->dir, steps, 8, fx->err), 5);
+	assert_true(steps[0] == 999999999999 && steps[1] == 300 && steps[2] == 40 &&
+	            steps[3] == 7 && steps[4] == 5);
+	assert_int_equal(checkpoint_list(fx->dir, steps, 2, fx->err), 2);
+	assert_true(steps[0] == 999999999999 && steps[1] == 300);
+	assert_int_equal(checkpoint_list(fx->dir, steps, 0, fx->err), 0);
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
+		assert_true(exists(fx, others[i]));
+}
+
+static void test_a_missing_directory_holds_no_backups(void **state)
+{
+	struct fixture *fx = *state;
+	char path[PATH_MAX];
+	uint64_t steps[2];
+
+	snprintf(path, sizeof(path), "%s/none", fx->dir);
+	assert_int_equal(checkpoint_list(path, steps, 2, fx->err), 0);
+	assert_int_equal(checkpoint_remove_all(path, fx->err), 0);
+	/* A file where the directory should be cannot be read as one. */
+	touch(fx, "file");
+	snprintf(path, sizeof(path), "%s/file", fx->dir);
+	assert_int_equal(checkpoint_list(path, steps, 2, fx->err), -1);
+	testutil_assert_contains(fx->err, path);
+}
+
+static void test_a_save_creates_the_directory(void **state)
+{
+	struct fixture *fx = *state;
+	struct checkpoint c = sample(fx, 1);
+	char dir[PATH_MAX];
+	uint64_t steps[2];
+
+	snprintf(dir, sizeof(dir), "%s/a/b", fx->dir);
+	assert_int_equal(checkpoint_save(dir, &c, fx->err), 0);
+	assert_int_equal(checkpoint_list(dir, steps, 2, fx->err), 1);
+	assert_true(steps[0] == 1);
+}
+
+static void test_a_save_keeps_itself_and_the_newest_older_backup(void **state)
+{
+	struct fixture *fx = *state;
+	struct checkpoint c;
+
+	for (uint64_t s = 10; s <= 30; s += 10) {
+		c = sample(fx, s);
+		save(fx, &c);
+	}
+	assert_backups(fx, 2, (const uint64_t[]){30, 20});
+	/* Going back to step 25 (all workers restarted from an older backup):
+	 * 30 belongs to the abandoned run and goes. */
+	c = sample(fx, 25);
+	save(fx, &c);
+	assert_backups(fx, 2, (const uint64_t[]){25, 20});
+	/* Going back before every backup left: none is older, so it is alone. */
+	c = sample(fx, 15);
+	save(fx, &c);
+	assert_backups(fx, 1, (const uint64_t[]){15});
+	/* Saving a step again replaces it and keeps its predecessor. */
+	c = sample(fx, 16);
+	save(fx, &c);
+	save(fx, &c);
+	assert_backups(fx, 2, (const uint64_t[]){16, 15});
+}
+
+static void test_a_save_removes_only_temporary_files_of_backups(void **state)
+{
+	struct fixture *fx = *state;
+	struct checkpoint c = sample(fx, 10);
+	const char *stale[] = {"backup-000000000040.mwjb.tmp.999",
+	                       "backup-000000000005.mwjb.tmp.1"};
+	const char *kept[] = {"model.mwj.tmp.12", "backup-000000000040.mwjb.tmp.",
+	                      "backup-000000000040.mwjb.tmp.12x", "backup-000000000040.mwjb.bak",
+	                      "notes.txt"};
+
+	for (size_t i = 0; i < sizeof(stale) / sizeof(stale[0]); i++)
+		touch(fx, stale[i]);
+	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+		touch(fx, kept[i]);
+	save(fx, &c);
+	for (size_t i = 0; i < sizeof(stale) / sizeof(stale[0]); i++)
+		assert_false(exists(fx, stale[i]));
+	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+		assert_true(exists(fx, kept[i]));
+	assert_backups(fx, 1, (const uint64_t[]){10});
+}
+
+static void test_remove_all_takes_backups_and_leaves_other_files(void **state)
+{
+	struct fixture *fx = *state;
+	struct checkpoint c;
+
+	for (uint64_t s = 1; s <= 2; s++) {
+		c = sample(fx, s);
+		save(fx, &c);
+	}
+	touch(fx, "model.mwj");
+	touch(fx, "model.mwj.tmp.77");
+	touch(fx, "backup-000000000003.mwjb.tmp.77");
+	assert_int_equal(checkpoint_remove_all(fx->dir, fx->err), 0);
+	assert_backups(fx, 0, NULL);
+	assert_false(exists(fx, "backup-000000000003.mwjb.tmp.77"));
+	assert_true(exists(fx, "model.mwj"));
+	assert_true(exists(fx, "model.mwj.tmp.77"));
+}
+
+static void test_a_path_or_step_that_does_not_fit_is_refused(void **state)
+{
+	struct fixture *fx = *state;
+	struct checkpoint c = sample(fx, 1000000000000ull);
+	char small[16], path[PATH_MAX];
+
+	assert_int_equal(checkpoint_path("/d", 7, path, sizeof(path)), 0);
+	assert_string_equal(path, "/d/backup-000000000007.mwjb");
+	assert_int_equal(checkpoint_path("/d", 7, small, sizeof(small)), -1);
+	assert_int_equal(checkpoint_path("/d", 7, path, 28), 0);
+	assert_int_equal(checkpoint_path("/d", 7, path, 27), -1);
+	/* A 13-digit step would make a file no list could find. */
+	assert_int_equal(checkpoint_save(fx->dir, &c, fx->err), -1);
+	testutil_assert_contains(fx->err, "has more than 12 digits");
+	assert_backups(fx, 0, NULL);
+}
+
+/* --- Damaged files --- */
+
 static void test_a_damaged_byte_anywhere_is_a_corrupt_backup(void **state)
 {
 	struct fixture *fx = *state;
@@ -262,7 +410,8 @@ static void test_a_damaged_byte_anywhere_is_a_corrupt_backup(void **state)
 	char path[PATH_MAX];
 	size_t len;
 	unsigned char *good = saved_sample(fx, 9, path, &len);
-	const size_t at[] = {9, 20, PREFIX_LEN + 300, len / 2, len - 5, len - 1};
+	const size_t at[] = {9, 13, 20, len - PAYLOAD, len - 4 * N, len / 2, len - 5, len - 1};
+
 	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
 		unsigned char *b = malloc(len);
 		assert_non_null(b);
@@ -270,6 +419,7 @@ static void test_a_damaged_byte_anywhere_is_a_corrupt_backup(void **state)
 		b[at[i]] ^= 0x10;
 		testutil_write_file(path, b, len);
 		free(b);
+		memset(fx->got_params, 0, sizeof(fx->got_params));
 		assert_int_equal(load(fx, 9, &got), CHECKPOINT_CORRUPT);
 		testutil_assert_contains(fx->err, path);
 		testutil_assert_contains(fx->err, "checksum mismatch");
@@ -284,11 +434,13 @@ static void test_a_truncated_backup_is_corrupt(void **state)
 	char path[PATH_MAX];
 	size_t len;
 	unsigned char *good = saved_sample(fx, 9, path, &len);
-	const size_t cut[] = {0, 4, 12, 19, PREFIX_LEN + 10, len / 2, len - 1};
+	const size_t cut[] = {0, 4, 8, 12, 19, 20, PREFIX_LEN + 10, len / 2, len - 4, len - 1};
+
 	for (size_t i = 0; i < sizeof(cut) / sizeof(cut[0]); i++) {
 		testutil_write_file(path, good, cut[i]);
 		assert_int_equal(load(fx, 9, &got), CHECKPOINT_CORRUPT);
 		testutil_assert_contains(fx->err, path);
+		testutil_assert_matches(fx->err, "truncated|checksum mismatch");
 	}
 	free(good);
 }
@@ -303,7 +455,17 @@ static void test_a_file_that_is_no_backup_is_corrupt(void **state)
 	testutil_write_file(path, "MWJMODEL and some more bytes after it", 37);
 	assert_int_equal(load(fx, 3, &got), CHECKPOINT_CORRUPT);
 	testutil_assert_contains(fx->err, "not an mwj backup (bad magic)");
+	testutil_assert_contains(fx->err, path);
+	testutil_write_file(path, "MW", 2);
+	assert_int_equal(load(fx, 3, &got), CHECKPOINT_CORRUPT);
+	testutil_assert_contains(fx->err, "truncated");
+	/* No file at all is damage too: an older backup may still do. */
+	unlink(path);
+	assert_int_equal(load(fx, 3, &got), CHECKPOINT_CORRUPT);
+	testutil_assert_contains(fx->err, path);
 }
+
+/* --- Backups of something else --- */
 
 /* Loads step 9 as a run described by edit of want(). */
 static int load_as(struct fixture *fx, void (*edit)(struct checkpoint *))
@@ -334,23 +496,80 @@ static void sgd_run(struct checkpoint *c)
 	c->nslots = 0;
 	c->opt_state = NULL;
 }
+static void sgd_momentum_run(struct checkpoint *c)
+{
+	c->optimizer = OPT_SGD;
+	c->nslots = 1;
+}
 
 static void test_a_backup_of_another_model_or_optimizer_is_incompatible(void **state)
 {
 	struct fixture *fx = *state;
 	struct checkpoint c = sample(fx, 9);
+	char path[PATH_MAX];
 
 	save(fx, &c);
+	path_of(fx, 9, path);
 	assert_int_equal(load_as(fx, other_hash), CHECKPOINT_INCOMPATIBLE);
-	testutil_assert_contains(fx->err, "backup is of model 'cnn'");
+	testutil_assert_contains(fx->err, path);
+	testutil_assert_contains(fx->err,
+	                         "backup is of model 'cnn' (architecture 0123456789abcdef");
+	testutil_assert_contains(fx->err, "this run trains 'cnn' (architecture 0123456789abcdee");
 	assert_int_equal(load_as(fx, other_name), CHECKPOINT_INCOMPATIBLE);
 	testutil_assert_contains(fx->err, "this run trains 'cnn-pool'");
-	/* Smaller than the file: found from the header alone. */
 	assert_int_equal(load_as(fx, fewer_params), CHECKPOINT_INCOMPATIBLE);
-	testutil_assert_contains(fx->err, "1000 parameters");
+	testutil_assert_contains(fx->err, "1000 parameters), this run trains 'cnn' (architecture "
+	                                  "0123456789abcdef, 500 parameters)");
 	assert_int_equal(load_as(fx, sgd_run), CHECKPOINT_INCOMPATIBLE);
-	testutil_assert_contains(fx->err, "backup holds adam state with 2 slot(s); this run uses "
-	                                  "sgd with 0");
+	testutil_assert_contains(
+	    fx->err, "backup holds adam state with 2 slots; this run uses sgd (0 slots)");
+	assert_int_equal(load_as(fx, sgd_momentum_run), CHECKPOINT_INCOMPATIBLE);
+	testutil_assert_contains(fx->err, "this run uses sgd (1 slot)");
+}
+
+/* A backup far bigger than any of this run's model: read in chunks, not
+ * whole, and still told apart from damage. */
+static void test_a_backup_of_a_bigger_model_is_incompatible_not_damaged(void **state)
+{
+	struct fixture *fx = *state;
+	enum { BIG = 50 * N };
+	float *params = calloc(BIG, sizeof(float)), *slots = calloc(2 * BIG, sizeof(float));
+	struct checkpoint c = sample(fx, 9), got;
+	char path[PATH_MAX];
+	size_t len;
+
+	assert_non_null(params);
+	assert_non_null(slots);
+	snprintf(c.model, sizeof(c.model), "cnn-big");
+	c.nparams = BIG;
+	c.params = params;
+	c.opt_state = slots;
+	save(fx, &c);
+	path_of(fx, 9, path);
+	assert_int_equal(load(fx, 9, &got), CHECKPOINT_INCOMPATIBLE);
+	testutil_assert_contains(fx->err, "backup is of model 'cnn-big'");
+	testutil_assert_contains(fx->err, path);
+	unsigned char *b = testutil_read_file(path, &len);
+	b[len - 100] ^= 1;
+	testutil_write_file(path, b, len);
+	assert_int_equal(load(fx, 9, &got), CHECKPOINT_CORRUPT);
+	testutil_assert_contains(fx->err, "checksum mismatch");
+	b[len - 100] ^= 1;
+	testutil_write_file(path, b, len - 1);
+	assert_int_equal(load(fx, 9, &got), CHECKPOINT_CORRUPT);
+	testutil_assert_contains(fx->err, "checksum mismatch");
+	bytes_put_le32(b + 8, 2);
+	fix_crc(b, len);
+	testutil_write_file(path, b, len);
+	assert_int_equal(load(fx, 9, &got), CHECKPOINT_INCOMPATIBLE);
+	testutil_assert_contains(fx->err, "unsupported backup format version 2");
+	b[0] = 'X';
+	testutil_write_file(path, b, len);
+	assert_int_equal(load(fx, 9, &got), CHECKPOINT_CORRUPT);
+	testutil_assert_contains(fx->err, "bad magic");
+	free(b);
+	free(params);
+	free(slots);
 }
 
 static void test_a_newer_format_version_is_incompatible(void **state)
@@ -360,16 +579,21 @@ static void test_a_newer_format_version_is_incompatible(void **state)
 	char path[PATH_MAX];
 	size_t len;
 	unsigned char *b = saved_sample(fx, 9, path, &len);
+
 	bytes_put_le32(b + 8, 2);
 	fix_crc(b, len);
 	testutil_write_file(path, b, len);
 	free(b);
 	assert_int_equal(load(fx, 9, &got), CHECKPOINT_INCOMPATIBLE);
+	testutil_assert_contains(fx->err, path);
 	testutil_assert_contains(fx->err,
 	                         "unsupported backup format version 2 (this build reads 1)");
 }
 
-/* Writes a backup with header json, payload bytes of zeros and a sound CRC. */
+/* --- Sound files from a buggy or hostile writer --- */
+
+/* Writes a backup of step 9 whose prefix says hlen, with json, payload
+ * zero bytes and a sound CRC. */
 static void write_raw(struct fixture *fx, const char *json, size_t payload, uint32_t hlen)
 {
 	char path[PATH_MAX];
@@ -377,10 +601,10 @@ static void write_raw(struct fixture *fx, const char *json, size_t payload, uint
 	unsigned char *b = calloc(1, len);
 
 	assert_non_null(b);
-	static const unsigned char magic[8] = {'M', 'W', 'J', 'B', 'A', 'C', 'K', 'P'};
-	memcpy(b, magic, sizeof(magic));
+	memcpy(b, MAGIC, sizeof(MAGIC));
 	bytes_put_le32(b + 8, 1);
 	bytes_put_le32(b + 12, hlen);
+	/* The header is not NUL-terminated in the file. */
 	for (size_t i = 0; i < jlen; i++)
 		b[PREFIX_LEN + i] = (unsigned char)json[i];
 	fix_crc(b, len);
@@ -389,58 +613,139 @@ static void write_raw(struct fixture *fx, const char *json, size_t payload, uint
 	free(b);
 }
 
-static void test_a_sound_file_with_a_hostile_header_is_corrupt_not_a_crash(void **state)
+/* The header checkpoint_save writes for sample(fx, 9), parsed. */
+static cJSON *good_header(struct fixture *fx)
+{
+	char path[PATH_MAX];
+	size_t len;
+	unsigned char *b = saved_sample(fx, 9, path, &len);
+	uint32_t hlen = bytes_get_le32(b + 12);
+	cJSON *h = cJSON_ParseWithLength((const char *)b + PREFIX_LEN, hlen);
+
+	assert_non_null(h);
+	free(b);
+	return h;
+}
+
+struct header_case {
+	const char *key;
+	const char *value; /* JSON text, or NULL to remove the member */
+	const char *says;  /* in the message */
+};
+
+static const struct header_case HEADER_CASES[] = {
+    {"num_params", "4611686018427387904", "'num_params' is too large"},
+    {"num_params", "1000000000000000", "header describes 1000000000000000 parameters"},
+    {"num_params", "999", "header describes 999 parameters"},
+    {"num_params", "0", "'num_params' is out of range"},
+    {"num_params", "1000.5", "'num_params'"},
+    {"state_slots", "3", "'state_slots' is out of range"},
+    {"state_slots", "1", "header describes 1000 parameters and 1 state slots"},
+    {"step", "-1", "'step' is out of range"},
+    {"epoch", "-1", "'epoch' is out of range"},
+    {"epoch", "2147483648", "'epoch' is out of range"},
+    {"world", "0", "'world' is out of range"},
+    {"world", "4097", "'world' is out of range"},
+    {"batch_size", "0", "'batch_size' is out of range"},
+    {"learning_rate", "\"0.1\"", "'learning_rate'"},
+    {"momentum", "2", "'momentum' is out of range"},
+    {"seed", NULL, "'seed' is missing"},
+    {"model", NULL, "'model' is missing"},
+    {"model", "\"a-model-name-longer-than-31-bytes\"", "'model' is longer than 31 bytes"},
+    {"arch_hash", "\"0123456789ABCDEF\"", "'arch_hash' must be 16 lower-case hex digits"},
+    {"arch_hash", "\"0123\"", "'arch_hash' must be"},
+    {"arch_hash", "\"0123456789abcdef0\"", "'arch_hash' must be"},
+    {"global_step", "\"-9\"", "'global_step' must be a string of decimal digits"},
+    {"global_step", "\" 9\"", "'global_step' must be"},
+    {"global_step", "\"\"", "'global_step' must be"},
+    {"global_step", "\"9x\"", "'global_step' must be"},
+    {"global_step", "\"1000000000000\"", "'global_step' must be"},
+    {"global_step", "9", "'global_step' must be"},
+    {"seed", "\"18446744073709551616\"", "'seed' must be"},
+    {"format", "\"mwj-model\"", "'format' is 'mwj-model'"},
+    {"version", "2", "'version' is 2 but the prefix says 1"},
+};
+
+/* Every field of a header with a sound CRC, damaged one at a time. The
+ * file is the size a sound header describes, so each case meets only the
+ * check meant for it; the unchanged header is the control. */
+static void test_a_sound_file_with_a_hostile_header_field_is_corrupt(void **state)
 {
 	struct fixture *fx = *state;
-	static const char good_tail[] =
-	    "\"optimizer\":\"adam\",\"state_slots\":2,\"iterations\":\"1\",\"learning_rate\":0.001,"
-	    "\"momentum\":0,\"seed\":\"1\",\"world\":1,\"batch_size\":1,\"epoch\":0,";
-	char json[1024];
+	char path[PATH_MAX];
 	struct checkpoint got;
-	size_t payload = SUMS_LEN + 3 * N * 4;
-	const char *cases[] = {
-	    "[1,2,3]", "{\"format\":\"mwj-backup\"}", "not json at all",
-	    NULL, /* huge num_params, filled below */
-	    NULL, /* negative step */
-	    NULL, /* global_step not a number */
-	};
-	char big[1024], neg[1024], bad_step[1024];
+	cJSON *good = good_header(fx);
+	char *text = cJSON_PrintUnformatted(good);
 
-	snprintf(big, sizeof(big),
-	         "{\"format\":\"mwj-backup\",\"model\":\"cnn\",\"arch_hash\":\"0123456789abcdef\","
-	         "\"num_params\":4611686018427387000,%s\"step\":0,\"global_step\":\"9\","
-	         "\"examples\":\"0\"}",
-	         good_tail);
-	snprintf(neg, sizeof(neg),
-	         "{\"format\":\"mwj-backup\",\"model\":\"cnn\",\"arch_hash\":\"0123456789abcdef\","
-	         "\"num_params\":1000,%s\"step\":-1,\"global_step\":\"9\",\"examples\":\"0\"}",
-	         good_tail);
-	snprintf(bad_step, sizeof(bad_step),
-	         "{\"format\":\"mwj-backup\",\"model\":\"cnn\",\"arch_hash\":\"0123456789abcdef\","
-	         "\"num_params\":1000,%s\"step\":0,\"global_step\":\"-9\",\"examples\":\"0\"}",
-	         good_tail);
-	cases[3] = big;
-	cases[4] = neg;
-	cases[5] = bad_step;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		snprintf(json, sizeof(json), "%s", cases[i]);
-		write_raw(fx, json, payload, (uint32_t)strlen(json));
+	path_of(fx, 9, path);
+	write_raw(fx, text, PAYLOAD, (uint32_t)strlen(text));
+	free(text);
+	assert_int_equal(load(fx, 9, &got), 0);
+	for (size_t i = 0; i < sizeof(HEADER_CASES) / sizeof(HEADER_CASES[0]); i++) {
+		const struct header_case *hc = &HEADER_CASES[i];
+		cJSON *h = cJSON_Duplicate(good, 1);
+		if (hc->value)
+			cJSON_ReplaceItemInObjectCaseSensitive(h, hc->key, cJSON_Parse(hc->value));
+		else
+			cJSON_DeleteItemFromObjectCaseSensitive(h, hc->key);
+		text = cJSON_PrintUnformatted(h);
+		write_raw(fx, text, PAYLOAD, (uint32_t)strlen(text));
+		int rc = load(fx, 9, &got);
+		if (rc != CHECKPOINT_CORRUPT)
+			fail_msg("%s = %s: returned %d: %s", hc->key,
+			         hc->value ? hc->value : "(none)", rc, fx->err);
+		testutil_assert_contains(fx->err, path);
+		testutil_assert_contains(fx->err, hc->says);
+		cJSON_Delete(h);
+		free(text);
+	}
+	cJSON_Delete(good);
+}
+
+static void test_a_sound_file_with_a_hostile_header_framing_is_corrupt(void **state)
+{
+	struct fixture *fx = *state;
+	struct checkpoint got;
+	const char *not_objects[] = {"[1,2,3]", "not json at all", "{}",
+	                             "",        "{\"format\":1}",  "{\"a\":1}\n\x01"};
+
+	for (size_t i = 0; i < sizeof(not_objects) / sizeof(not_objects[0]); i++) {
+		write_raw(fx, not_objects[i], PAYLOAD, (uint32_t)strlen(not_objects[i]));
 		assert_int_equal(load(fx, 9, &got), CHECKPOINT_CORRUPT);
 		testutil_assert_contains(fx->err, "header");
 	}
-	/* A header length beyond the file. */
-	write_raw(fx, "{}", payload, 1u << 30);
+	/* A header length beyond the file, beyond any header, and (under the
+	 * cap) beyond a file too short to hold the metric sums. */
+	write_raw(fx, "{}", PAYLOAD, 1u << 30);
+	assert_int_equal(load(fx, 9, &got), CHECKPOINT_CORRUPT);
+	testutil_assert_contains(fx->err, "header claims 1073741824 bytes");
+	write_raw(fx, "{}", PAYLOAD, PAYLOAD + 3);
 	assert_int_equal(load(fx, 9, &got), CHECKPOINT_CORRUPT);
 	testutil_assert_contains(fx->err, "header claims");
-	/* A sound header whose sizes disagree with the file's length. */
-	snprintf(json, sizeof(json),
-	         "{\"format\":\"mwj-backup\",\"model\":\"cnn\",\"arch_hash\":\"0123456789abcdef\","
-	         "\"num_params\":1000,%s\"step\":0,\"global_step\":\"9\",\"examples\":\"0\"}",
-	         good_tail);
-	write_raw(fx, json, payload - 8, (uint32_t)strlen(json));
+	char filler[SUMS_LEN + 1];
+	for (size_t n = 0; n <= SUMS_LEN; n++) {
+		memset(filler, 'x', n);
+		filler[n] = '\0';
+		write_raw(fx, filler, 0, 60000);
+		assert_int_equal(load(fx, 9, &got), CHECKPOINT_CORRUPT);
+		testutil_assert_contains(fx->err, "header claims 60000 bytes");
+	}
+	/* A NUL inside the header would cut its strings short unnoticed. */
+	static const char with_nul[] = "{\"format\":\"mwj-backup\0\"}";
+	write_raw(fx, "", PAYLOAD + sizeof(with_nul) - 1, sizeof(with_nul) - 1);
+	char path[PATH_MAX];
+	size_t len;
+	path_of(fx, 9, path);
+	unsigned char *b = testutil_read_file(path, &len);
+	memcpy(b + PREFIX_LEN, with_nul, sizeof(with_nul) - 1);
+	fix_crc(b, len);
+	testutil_write_file(path, b, len);
+	free(b);
 	assert_int_equal(load(fx, 9, &got), CHECKPOINT_CORRUPT);
-	testutil_assert_contains(fx->err, "header describes 1000 parameters");
+	testutil_assert_contains(fx->err, "header: invalid JSON");
 }
+
+/* --- Failing writes --- */
 
 /* The disk fills up (a file-size limit makes write fail with EFBIG for
  * real): the save fails and says so, the backup before it is untouched,
@@ -460,18 +765,23 @@ static void test_a_failing_write_leaves_the_previous_backup_intact(void **state)
 	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
 	low = old;
 	low.rlim_cur = 4096;
-	signal(SIGXFSZ, SIG_IGN);
+	assert_true(len > low.rlim_cur);
+	void (*old_handler)(int) = signal(SIGXFSZ, SIG_IGN);
 	assert_int_equal(setrlimit(RLIMIT_FSIZE, &low), 0);
 	int rc = checkpoint_save(fx->dir, &c, fx->err);
 	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, old_handler);
 	assert_int_equal(rc, -1);
+	testutil_assert_contains(fx->err, "write '");
 	testutil_assert_contains(fx->err, "backup-000000000020.mwjb");
 	assert_backups(fx, 1, (const uint64_t[]){10});
 	unsigned char *after = testutil_read_file(path, &len2);
 	assert_int_equal(len2, len);
 	assert_memory_equal(after, before, len);
 	assert_int_equal(load(fx, 10, &got), 0);
+	assert_true(got.pos.global_step == 10);
 	DIR *d = opendir(fx->dir);
+	assert_non_null(d);
 	const struct dirent *e;
 	int files = 0;
 	while ((e = readdir(d)) != NULL)
@@ -482,44 +792,30 @@ static void test_a_failing_write_leaves_the_previous_backup_intact(void **state)
 	free(after);
 }
 
-static void test_remove_all_takes_backups_and_leaves_other_files(void **state)
-{
-	struct fixture *fx = *state;
-	struct checkpoint c;
-	char other[PATH_MAX], tmp[PATH_MAX];
-
-	for (uint64_t s = 1; s <= 2; s++) {
-		c = sample(fx, s);
-		save(fx, &c);
-	}
-	snprintf(other, sizeof(other), "%s/model.mwj", fx->dir);
-	testutil_write_file(other, "x", 1);
-	snprintf(tmp, sizeof(tmp), "%s/backup-000000000003.mwjb.tmp.77", fx->dir);
-	testutil_write_file(tmp, "x", 1);
-	assert_int_equal(checkpoint_remove_all(fx->dir, fx->err), 0);
-	assert_backups(fx, 0, NULL);
-	assert_int_equal(access(tmp, F_OK), -1);
-	assert_int_equal(access(other, F_OK), 0);
-}
-
 #define TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    TEST(test_a_backup_round_trips_every_field_bitwise),
+	    TEST(test_a_backup_without_optimizer_state_round_trips),
 	    TEST(test_the_header_is_readable_json_a_tool_can_use),
 	    TEST(test_list_gives_the_newest_first_and_ignores_other_files),
 	    TEST(test_a_missing_directory_holds_no_backups),
+	    TEST(test_a_save_creates_the_directory),
 	    TEST(test_a_save_keeps_itself_and_the_newest_older_backup),
+	    TEST(test_a_save_removes_only_temporary_files_of_backups),
+	    TEST(test_remove_all_takes_backups_and_leaves_other_files),
+	    TEST(test_a_path_or_step_that_does_not_fit_is_refused),
 	    TEST(test_a_damaged_byte_anywhere_is_a_corrupt_backup),
 	    TEST(test_a_truncated_backup_is_corrupt),
 	    TEST(test_a_file_that_is_no_backup_is_corrupt),
 	    TEST(test_a_backup_of_another_model_or_optimizer_is_incompatible),
+	    TEST(test_a_backup_of_a_bigger_model_is_incompatible_not_damaged),
 	    TEST(test_a_newer_format_version_is_incompatible),
-	    TEST(test_a_sound_file_with_a_hostile_header_is_corrupt_not_a_crash),
+	    TEST(test_a_sound_file_with_a_hostile_header_field_is_corrupt),
+	    TEST(test_a_sound_file_with_a_hostile_header_framing_is_corrupt),
 	    TEST(test_a_failing_write_leaves_the_previous_backup_intact),
-	    TEST(test_remove_all_takes_backups_and_leaves_other_files),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
