@@ -4,25 +4,34 @@ Kubernetes API semantics that mwj-operator and kubectl rely on, over the
 object store in store.py and the CRD schema handling in schema.py.
 
 Served so far: discovery (/version, /api, /apis and their group-versions),
-namespaced CRUD for the core kinds the operator uses, coordination leases
-and CustomResourceDefinitions with the resources they install (schema
+OpenAPI v3 enough for kubectl's server-side field validation, namespaced
+CRUD for the core kinds the operator uses, coordination leases and
+CustomResourceDefinitions with the resources they install (schema
 defaults, 422 for invalid objects), resourceVersion with 409 Conflict,
-generation, the status subresource, merge and strategic merge patch.
+generation, the status subresource, merge and strategic merge patch, label
+and field selectors with limit/continue, watch (resourceVersion, bookmarks,
+timeoutSeconds, 410 Expired after compaction), server-side tables for
+kubectl's columns, and garbage collection through ownerReferences. Fault
+injection: POST /mwj-test/compact forgets the watch history, POST
+/mwj-test/drop-watches ends every open watch.
 
-usage: apiserver.py --port N --cert F --key F --token T [--ready-file F]
+usage: apiserver.py --port N --cert F --key F --token T [--bookmark-seconds S]
 Standard library only.
 """
 import argparse
+import base64
 import datetime
 import json
 import re
 import ssl
 import sys
 import threading
+import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import schema
+import selector
 from store import ApiError, Store, merge_patch, strategic_merge_patch
 
 VERSION = {"major": "1", "minor": "31", "gitVersion": "v1.31.0-mwj-local",
@@ -61,6 +70,25 @@ def age(stamp):
         if s >= 2 * size:
             return "%d%s" % (s // size, unit)
     return "%ds" % s
+
+
+def page(items, query):
+    """?limit= and ?continue= over items sorted by namespace and name: the
+    token is the last name handed out. Returns (items, next token or "")."""
+    after = query.get("continue", [""])[0]
+    if after:
+        try:
+            after = json.loads(base64.urlsafe_b64decode(after.encode()).decode())
+        except ValueError as e:
+            raise ApiError(400, "BadRequest", "invalid continue token") from e
+        items = [o for o in items if [o["metadata"].get("namespace") or "",
+                                      o["metadata"]["name"]] > after]
+    limit = int(query.get("limit", ["0"])[0] or 0)
+    if limit <= 0 or len(items) <= limit:
+        return items, ""
+    last = items[limit - 1]["metadata"]
+    token = json.dumps([last.get("namespace") or "", last["name"]])
+    return items[:limit], base64.urlsafe_b64encode(token.encode()).decode()
 
 
 class Api:
@@ -122,6 +150,25 @@ class Api:
                                      for v in vs],
              "preferredVersion": {"groupVersion": "%s/%s" % (g, vs[0]), "version": vs[0]}}
             for g, vs in sorted(groups.items())]}
+
+    # --- ownerReferences: deleting an owner deletes its dependents ---
+
+    def collect_garbage(self, uid):
+        """Deletes, in the background as the API server's default
+        propagation does, every object whose ownerReferences name uid, and
+        theirs in turn."""
+        doomed = [uid]
+        while doomed:
+            owner = doomed.pop()
+            with self.store.lock:
+                victims = [(k, ns, name) for (k, ns, name), o in self.store.objects.items()
+                           if any(r.get("uid") == owner
+                                  for r in o["metadata"].get("ownerReferences", []))]
+            for k, ns, name in victims:
+                try:
+                    doomed.append(self.store.delete(k, ns, name)["metadata"]["uid"])
+                except ApiError:
+                    pass
 
     # --- OpenAPI v3, for kubectl: it sends fieldValidation=Strict (server-side
     # field validation) when the document says the operations take it ---
@@ -272,7 +319,8 @@ class Handler(BaseHTTPRequestHandler):
             url = urllib.parse.urlsplit(self.path)
             query = urllib.parse.parse_qs(url.query)
             code, body = self.route(method, url.path.rstrip("/") or "/", query)
-            self.send_json(code, body)
+            if code is not None:
+                self.send_json(code, body)
         except ApiError as e:
             self.send_json(e.code, e.status())
 
@@ -297,6 +345,14 @@ class Handler(BaseHTTPRequestHandler):
             return 200, VERSION
         if path in ("/healthz", "/readyz", "/livez"):
             return 200, "ok"
+        # Fault injection for tests (behind the same token).
+        if path == "/mwj-test/compact" and method == "POST":
+            api.store.compact()
+            return 200, {"compacted": True}
+        if path == "/mwj-test/drop-watches" and method == "POST":
+            self.server.dropping = True
+            threading.Timer(1.5, lambda: setattr(self.server, "dropping", False)).start()
+            return 200, {"dropping": True}
         if path == "/api":
             return 200, {"kind": "APIVersions", "versions": ["v1"],
                          "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0",
@@ -333,12 +389,23 @@ class Handler(BaseHTTPRequestHandler):
         name, sub = m["name"], m["sub"]
         store = api.store
         as_table = "as=Table" in (self.headers.get("Accept") or "")
+        if method == "GET" and query.get("watch", ["false"])[0] in ("true", "1"):
+            self.watch(gv, m["plural"], key, ns, name, query, as_table)
+            return None, None
         if method == "GET" and name is None:
             items, rv = store.list(key, ns)
+            labels = selector.label_matcher(query.get("labelSelector", [""])[0])
+            fields = selector.field_matcher(query.get("fieldSelector", [""])[0])
+            items = [o for o in items
+                     if labels(o["metadata"].get("labels")) and fields(o)]
+            items, cont = page(items, query)
             if as_table:
                 return 200, api.table(gv, m["plural"], items, rv)
-            return 200, {"kind": kind + "List", "apiVersion": gv,
-                         "metadata": {"resourceVersion": rv}, "items": items}
+            meta = {"resourceVersion": rv}
+            if cont:
+                meta["continue"] = cont
+            return 200, {"kind": kind + "List", "apiVersion": gv, "metadata": meta,
+                         "items": items}
         if method == "GET":
             obj = store.get(key, ns, name)
             if as_table:
@@ -368,10 +435,67 @@ class Handler(BaseHTTPRequestHandler):
             return 200, store.update(key, ns, name, obj, has_status and key != CRD_KEY,
                                      status_only=sub == "status")
         if method == "DELETE" and name:
-            store.delete(key, ns, name)
+            gone = store.delete(key, ns, name)
+            api.collect_garbage(gone["metadata"]["uid"])
             return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {},
                          "status": "Success", "details": {"name": name, "kind": m["plural"]}}
         raise ApiError(405, "MethodNotAllowed", "%s is not allowed here" % method)
+
+    def watch(self, gv, plural, key, ns, name, query, as_table):
+        """Streams changes after ?resourceVersion= as JSON lines (chunked),
+        with BOOKMARK events when asked for, until ?timeoutSeconds=. A
+        version older than the kept history gets a 410 Expired ERROR event,
+        as from the real API server; none (or "0") starts with ADDED events
+        for what exists."""
+        store = self.api.store
+        fields = query.get("fieldSelector", [""])[0]
+        if fields.startswith("metadata.name="):
+            name = fields[len("metadata.name="):]
+        timeout = float(query.get("timeoutSeconds", ["1800"])[0])
+        bookmarks = query.get("allowWatchBookmarks", ["false"])[0] == "true"
+        rv_text = query.get("resourceVersion", [""])[0]
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+        def send(event_type, obj):
+            if as_table and event_type in ("ADDED", "MODIFIED", "DELETED"):
+                obj = self.api.table(gv, plural, [obj], obj["metadata"]["resourceVersion"])
+            data = json.dumps({"type": event_type, "object": obj}).encode() + b"\n"
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+
+        try:
+            if rv_text in ("", "0"):
+                items, rv_text = store.list(key, ns)
+                for obj in items:
+                    if name is None or obj["metadata"]["name"] == name:
+                        send("ADDED", obj)
+            rv = int(rv_text) if rv_text.isdigit() else 0
+            end = time.monotonic() + timeout
+            last_bookmark = time.monotonic()
+            while time.monotonic() < end and not self.server.dropping:
+                events, newest = store.events_after(rv, key, ns,
+                                                    min(1.0, end - time.monotonic()))
+                if events is None:
+                    send("ERROR", ApiError(410, "Expired", "too old resource version: %d (%d)"
+                                           % (rv, store.oldest())).status())
+                    break
+                for erv, _, _, etype, obj in events:
+                    rv = erv
+                    if name is None or obj["metadata"]["name"] == name:
+                        send(etype, obj)
+                rv = max(rv, newest)
+                if bookmarks and time.monotonic() - last_bookmark >= self.server.bookmark_every:
+                    send("BOOKMARK", {"kind": "Bookmark", "apiVersion": gv,
+                                      "metadata": {"resourceVersion": str(rv)}})
+                    last_bookmark = time.monotonic()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+            pass
+        self.close_connection = True
 
     def namespace_exists(self, ns):
         try:
@@ -407,12 +531,15 @@ def main():
     p.add_argument("--key", required=True)
     p.add_argument("--token", required=True)
     p.add_argument("--verbose", action="store_true")
+    p.add_argument("--bookmark-seconds", type=float, default=5.0)
     a = p.parse_args()
     Handler.api = Api()
     Handler.token = a.token
     server = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
     server.daemon_threads = True
     server.verbose = a.verbose
+    server.dropping = False
+    server.bookmark_every = a.bookmark_seconds
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(a.cert, a.key)
     server.socket = ctx.wrap_socket(server.socket, server_side=True)

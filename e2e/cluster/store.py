@@ -105,14 +105,53 @@ class Store:
         self.objects = {}
         self.rv = 0
         self.listeners = []
+        # Recent changes for watches: (resourceVersion, key, namespace, type,
+        # object), oldest first, at most HISTORY of them, as etcd compacts.
+        self.history = []
+        self.changed = threading.Condition(self.lock)
+        self.compacted = 0
 
     def _bump(self):
         self.rv += 1
         return str(self.rv)
 
+    HISTORY = 1000
+
     def _notify(self, key, event, obj):
+        ns = obj.get("metadata", {}).get("namespace")
+        self.history.append((self.rv, key, ns, event, copy.deepcopy(obj)))
+        del self.history[:-self.HISTORY]
+        self.changed.notify_all()
         for fn in list(self.listeners):
             fn(key, event, copy.deepcopy(obj), self.rv)
+
+    def oldest(self):
+        """The oldest resourceVersion a watch can still start after."""
+        with self.lock:
+            kept = self.history[0][0] - 1 if len(self.history) == self.HISTORY else 0
+            return max(kept, self.compacted)
+
+    def compact(self):
+        """Forgets the history up to now, as etcd compaction does (for
+        tests): a watch must start from a fresh list."""
+        with self.lock:
+            self.history = []
+            self.compacted = self.rv
+
+    def events_after(self, rv, key, ns, timeout):
+        """Changes of key (in ns, or everywhere when None) after
+        resourceVersion rv, waiting up to timeout seconds for any change,
+        and the store's resourceVersion to go on from. (None, rv) if rv is
+        older than the history holds (410 Gone)."""
+        with self.lock:
+            if rv < self.oldest():
+                return None, rv
+            if self.rv <= rv and timeout > 0:
+                self.changed.wait(timeout)
+            if rv < self.oldest():
+                return None, rv
+            return [e for e in self.history
+                    if e[0] > rv and e[1] == key and (ns is None or e[2] == ns)], self.rv
 
     def get(self, key, ns, name):
         with self.lock:

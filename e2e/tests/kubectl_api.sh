@@ -2,8 +2,8 @@
 # Real kubectl against the local test cluster's API server: the CRD and the
 # examples apply, `get mwj` shows the printer columns, a wrong manifest is
 # refused naming the field, patches bump the generation, status changes only
-# through the status subresource, a stale update is a conflict, and delete
-# deletes. Ends with "N passed, N failed".
+# through the status subresource, get -w streams changes, a stale update is
+# a conflict, and delete deletes. Ends with "N passed, N failed".
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -88,6 +88,20 @@ status_rules() {
 		k get mwj mnist --no-headers | grep -Eq '^mnist +3 +Running '
 }
 check "status changes only through the status subresource" status_rules
+
+watched() {
+	local out=$state/watch.out
+	timeout 8 "$kubectl" get mwj mnist -w --output-watch-events > "$out" 2>&1 &
+	local pid=$!
+	for _ in $(seq 50); do grep -q mnist "$out" && break; sleep 0.1; done
+	k patch mwj mnist --subresource=status --type=merge -p '{"status":{"phase":"Succeeded"}}' \
+		> /dev/null
+	for _ in $(seq 50); do grep -q Succeeded "$out" && break; sleep 0.1; done
+	kill "$pid" 2> /dev/null
+	wait "$pid" 2> /dev/null
+	grep -Eq '^ADDED +mnist' "$out" && grep -Eq '^MODIFIED +mnist +3 +Succeeded' "$out"
+}
+check "get -w streams the job's changes" watched
 
 conflict() {
 	local stale out

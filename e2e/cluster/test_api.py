@@ -1,0 +1,85 @@
+"""The local test cluster's API server on lists and deletes: label and
+field selectors, limit/continue paging, and garbage collection through
+ownerReferences. Over HTTPS with the token from up.sh."""
+import unittest
+
+from test_watch import Cluster
+
+PODS = "/api/v1/namespaces/default/pods"
+SVCS = "/api/v1/namespaces/default/services"
+
+
+def pod(name, labels, phase=None, owner=None):
+    p = {"apiVersion": "v1", "kind": "Pod",
+         "metadata": {"name": name, "labels": labels},
+         "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    if owner:
+        p["metadata"]["ownerReferences"] = [owner]
+    return p
+
+
+class ApiTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.k = Cluster()
+        for i in range(5):
+            cls.k.call("POST", PODS, pod("p%d" % i, {"job": "a" if i < 3 else "b",
+                                                     "index": str(i)}))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.k.stop()
+
+    def names(self, query):
+        code, body = self.k.call("GET", PODS + "?" + query)
+        self.assertEqual(code, 200, body)
+        return [o["metadata"]["name"] for o in body["items"]]
+
+    def test_label_selectors_pick_by_equality_sets_and_existence(self):
+        self.assertEqual(self.names("labelSelector=job%3Da"), ["p0", "p1", "p2"])
+        # As in Kubernetes, != also matches objects without the label.
+        self.assertEqual(self.names("labelSelector=index,job!%3Da"), ["p3", "p4"])
+        self.assertEqual(self.names("labelSelector=index+in+(0,4)"), ["p0", "p4"])
+        self.assertEqual(self.names("labelSelector=job%3Da,index+notin+(1)"), ["p0", "p2"])
+        self.assertEqual(self.names("labelSelector=!job"), [])
+        self.assertEqual(self.names("labelSelector=index"), ["p0", "p1", "p2", "p3", "p4"])
+
+    def test_a_bad_label_selector_is_a_400(self):
+        code, body = self.k.call("GET", PODS + "?labelSelector=job+in+a")
+        self.assertEqual(code, 400, body)
+
+    def test_field_selectors_pick_by_name(self):
+        self.assertEqual(self.names("fieldSelector=metadata.name%3Dp3"), ["p3"])
+        self.assertEqual(self.names("labelSelector=index&fieldSelector=metadata.name!%3Dp3"),
+                         ["p0", "p1", "p2", "p4"])
+
+    def test_limit_and_continue_page_through_everything_once(self):
+        seen, token = [], ""
+        for _ in range(10):
+            q = "labelSelector=index&limit=2" + ("&continue=" + token if token else "")
+            code, body = self.k.call("GET", PODS + "?" + q)
+            self.assertEqual(code, 200)
+            self.assertLessEqual(len(body["items"]), 2)
+            seen += [o["metadata"]["name"] for o in body["items"]]
+            token = body["metadata"].get("continue", "")
+            if not token:
+                break
+        self.assertEqual(seen, ["p0", "p1", "p2", "p3", "p4"])
+
+    def test_deleting_an_owner_deletes_its_dependents_in_turn(self):
+        _, svc = self.k.call("POST", SVCS, {"apiVersion": "v1", "kind": "Service",
+                                           "metadata": {"name": "owner"}, "spec": {}})
+        ref = {"apiVersion": "v1", "kind": "Service", "name": "owner",
+               "uid": svc["metadata"]["uid"], "controller": True}
+        _, child = self.k.call("POST", PODS, pod("child", {"gc": "1"}, owner=ref))
+        ref2 = {"apiVersion": "v1", "kind": "Pod", "name": "child",
+                "uid": child["metadata"]["uid"]}
+        self.k.call("POST", PODS, pod("grandchild", {"gc": "1"}, owner=ref2))
+        self.k.call("POST", PODS, pod("bystander", {"gc": "1"}))
+        self.assertEqual(self.k.call("DELETE", SVCS + "/owner")[0], 200)
+        self.assertEqual(self.names("labelSelector=gc"), ["bystander"])
+        self.k.call("DELETE", PODS + "/bystander")
+
+
+if __name__ == "__main__":
+    unittest.main()
