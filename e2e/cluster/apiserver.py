@@ -11,7 +11,8 @@ defaults, 422 for invalid objects), resourceVersion with 409 Conflict,
 generation, the status subresource, merge and strategic merge patch, label
 and field selectors with limit/continue, watch (resourceVersion, bookmarks,
 timeoutSeconds, 410 Expired after compaction), server-side tables for
-kubectl's columns, and garbage collection through ownerReferences. Fault
+kubectl's columns, garbage collection through ownerReferences, and pod
+graceful deletion (marked, then gone once the node deletes with grace 0). Fault
 injection: POST /mwj-test/compact forgets the watch history, POST
 /mwj-test/drop-watches ends every open watch.
 
@@ -305,14 +306,17 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def body(self):
-        n = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(n) if n else b""
+        """The request's JSON body (read once, in handle_any)."""
         try:
-            return json.loads(raw or b"null")
+            return json.loads(self.raw_body or b"null")
         except ValueError as e:
             raise ApiError(400, "BadRequest", "invalid JSON body: %s" % e) from e
 
     def handle_any(self, method):
+        # Read the whole body whatever the route does with it, so that the
+        # next request on this connection starts where it should.
+        n = int(self.headers.get("Content-Length") or 0)
+        self.raw_body = self.rfile.read(n) if n > 0 else b""
         try:
             if self.headers.get("Authorization") != "Bearer " + self.token:
                 raise ApiError(401, "Unauthorized", "Unauthorized")
@@ -435,6 +439,10 @@ class Handler(BaseHTTPRequestHandler):
             return 200, store.update(key, ns, name, obj, has_status and key != CRD_KEY,
                                      status_only=sub == "status")
         if method == "DELETE" and name:
+            if key == "/v1/pods":
+                grace = self.pod_grace(store.get(key, ns, name), query)
+                if grace is not None:
+                    return 200, grace
             gone = store.delete(key, ns, name)
             api.collect_garbage(gone["metadata"]["uid"])
             return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {},
@@ -496,6 +504,30 @@ class Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
             pass
         self.close_connection = True
+
+    def pod_grace(self, pod, query):
+        """Graceful pod deletion, as the real API server does it: a pod on
+        a node is only marked (deletionTimestamp, deletionGracePeriodSeconds)
+        and goes once its node confirms with a grace period of 0. Returns
+        the marked pod, or None when the pod is to go now (not on a node,
+        or a grace period of 0)."""
+        body = self.body()
+        grace = query.get("gracePeriodSeconds", [None])[0]
+        if grace is None and isinstance(body, dict):
+            grace = body.get("gracePeriodSeconds")
+        if grace is None:
+            grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
+        grace = int(grace)
+        if grace <= 0 or not (pod.get("spec") or {}).get("nodeName"):
+            return None
+        md = pod["metadata"]
+        if md.get("deletionTimestamp"):
+            return pod  # already going; a shorter grace is the node's to apply
+        md["deletionTimestamp"] = (datetime.datetime.now(datetime.timezone.utc) +
+                                   datetime.timedelta(seconds=grace)).strftime(
+                                       "%Y-%m-%dT%H:%M:%SZ")
+        md["deletionGracePeriodSeconds"] = grace
+        return self.api.store.mark_deleting(md["namespace"], md["name"], md)
 
     def namespace_exists(self, ns):
         try:

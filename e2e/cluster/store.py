@@ -237,6 +237,17 @@ class Store:
             self._notify(key, "MODIFIED", new)
             return copy.deepcopy(new)
 
+    def mark_deleting(self, ns, name, md):
+        """Sets a pod's deletionTimestamp and grace period (md holds them):
+        a MODIFIED event, the pod stays until deleted for good."""
+        with self.lock:
+            obj = self.objects[("/v1/pods", ns, name)]
+            obj["metadata"]["deletionTimestamp"] = md["deletionTimestamp"]
+            obj["metadata"]["deletionGracePeriodSeconds"] = md["deletionGracePeriodSeconds"]
+            obj["metadata"]["resourceVersion"] = self._bump()
+            self._notify("/v1/pods", "MODIFIED", obj)
+            return copy.deepcopy(obj)
+
     def delete(self, key, ns, name):
         with self.lock:
             obj = self.objects.pop((key, ns, name), None)

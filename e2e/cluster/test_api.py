@@ -80,6 +80,26 @@ class ApiTest(unittest.TestCase):
         self.assertEqual(self.names("labelSelector=gc"), ["bystander"])
         self.k.call("DELETE", PODS + "/bystander")
 
+    def test_a_pod_on_a_node_is_marked_then_goes_when_the_node_confirms(self):
+        p = pod("graceful", {"grace": "1"})
+        p["spec"]["nodeName"] = "local"
+        p["spec"]["terminationGracePeriodSeconds"] = 20
+        self.k.call("POST", PODS, p)
+        code, marked = self.k.call("DELETE", PODS + "/graceful")
+        self.assertEqual(code, 200)
+        self.assertIn("deletionTimestamp", marked["metadata"])
+        self.assertEqual(marked["metadata"]["deletionGracePeriodSeconds"], 20)
+        self.assertEqual(self.names("labelSelector=grace"), ["graceful"])
+        # The node has stopped the containers: it deletes with grace 0.
+        code, _ = self.k.call("DELETE", PODS + "/graceful?gracePeriodSeconds=0")
+        self.assertEqual(code, 200)
+        self.assertEqual(self.names("labelSelector=grace"), [])
+
+    def test_a_pod_on_no_node_goes_at_once(self):
+        self.k.call("POST", PODS, pod("unscheduled", {"grace": "2"}))
+        self.assertEqual(self.k.call("DELETE", PODS + "/unscheduled")[0], 200)
+        self.assertEqual(self.names("labelSelector=grace"), [])
+
 
 if __name__ == "__main__":
     unittest.main()
