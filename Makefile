@@ -91,7 +91,7 @@ $(BIN)/mpi_allreduce: bench/mpi_allreduce.c
 MWJ_TEST_DATA ?= /usr/share/datasets/fashion-mnist
 # The local test cluster's own tests (Python, no build step), and real
 # kubectl against it.
-E2E_UNIT := e2e/cluster/run_tests.py e2e/tests/kubectl_api.sh
+E2E_UNIT := e2e/cluster/run_tests.py e2e/tests/kubectl_api.sh e2e/tests/kubectl_node.sh
 test: $(WORKER_BIN) $(TESTS)
 	MWJ_WORKER_BIN=$(abspath $(WORKER_BIN)) MWJ_TEST_DATA=$(MWJ_TEST_DATA) \
 		scripts/run-tests.sh $(TESTS) $(E2E_UNIT)

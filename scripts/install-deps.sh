@@ -27,6 +27,7 @@ packages=(
 	dataset-fashion-mnist # real IDX data for the demo, tests and benchmarks
 	clang-format clang-tidy # make lint
 	python3 python3-yaml    # e2e/: the local test cluster and its tests
+	curl openssl util-linux # e2e/: up.sh and fault.sh; pods run under unshare
 )
 if [ "$bench" = 1 ]; then
 	packages+=(python3 python3-numpy python3-torch) # bench/torch_*.py

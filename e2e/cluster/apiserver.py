@@ -12,18 +12,31 @@ generation, the status subresource, merge and strategic merge patch, label
 and field selectors with limit/continue, watch (resourceVersion, bookmarks,
 timeoutSeconds, 410 Expired after compaction), server-side tables for
 kubectl's columns, garbage collection through ownerReferences, and pod
-graceful deletion (marked, then gone once the node deletes with grace 0). Fault
-injection: POST /mwj-test/compact forgets the watch history, POST
-/mwj-test/drop-watches ends every open watch.
+graceful deletion (marked, then gone once the node deletes with grace 0),
+and pods/log. With --node-dir, the node in node.py runs the pods.
+
+Fault injection for tests, behind the same token:
+  POST /mwj-test/compact                   forget the watch history (410s)
+  POST /mwj-test/drop-watches              end every open watch
+  POST /mwj-test/errors?code=500|429|503&seconds=S
+                                           answer every API request so
+  GET  /mwj-test/errors                    how many were answered so
+  POST /mwj-test/preempt?namespace=&name=&reason=Preempted|Evicted[&grace=S]
+                                           preempt or evict a pod
+  POST /mwj-test/kill?namespace=&name=&signal=KILL[&container=]
+                                           signal a container's processes
 
 usage: apiserver.py --port N --cert F --key F --token T [--bookmark-seconds S]
+                    [--node-dir D --ca F --podnet SO --image NAME=PATH ...]
 Standard library only.
 """
 import argparse
 import base64
 import datetime
 import json
+import os
 import re
+import signal
 import ssl
 import sys
 import threading
@@ -33,6 +46,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import schema
 import selector
+from node import Node
 from store import ApiError, Store, merge_patch, strategic_merge_patch
 
 VERSION = {"major": "1", "minor": "31", "gitVersion": "v1.31.0-mwj-local",
@@ -43,6 +57,7 @@ VERSION = {"major": "1", "minor": "31", "gitVersion": "v1.31.0-mwj-local",
 BUILTIN = {
     "v1": {
         "namespaces": ("Namespace", False, True, ["ns"]),
+        "nodes": ("Node", False, True, ["no"]),
         "pods": ("Pod", True, True, ["po"]),
         "services": ("Service", True, True, ["svc"]),
         "events": ("Event", True, False, ["ev"]),
@@ -134,6 +149,9 @@ class Api:
                         "kind": kind, "shortNames": short,
                         "verbs": ["create", "delete", "deletecollection", "get", "list",
                                   "patch", "update", "watch"]})
+            if plural == "pods":
+                res.append({"name": "pods/log", "singularName": "", "namespaced": True,
+                            "kind": "Pod", "verbs": ["get"]})
             if has_status:
                 res.append({"name": plural + "/status", "singularName": "", "namespaced":
                             namespaced, "kind": kind, "verbs": ["get", "patch", "update"]})
@@ -285,7 +303,7 @@ class Api:
 
 PATH = re.compile(r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
                   r"(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[^/]+)"
-                  r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>status))?$")
+                  r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>status|log))?$")
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -300,6 +318,8 @@ class Handler(BaseHTTPRequestHandler):
     def send_json(self, code, body):
         data = json.dumps(body).encode()
         self.send_response(code)
+        if code == 429:
+            self.send_header("Retry-After", "1")
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -322,6 +342,13 @@ class Handler(BaseHTTPRequestHandler):
                 raise ApiError(401, "Unauthorized", "Unauthorized")
             url = urllib.parse.urlsplit(self.path)
             query = urllib.parse.parse_qs(url.query)
+            failing = self.server.failing
+            if failing and time.monotonic() < failing[1] and \
+                    not url.path.startswith("/mwj-test/"):
+                self.server.failed += 1
+                raise ApiError(failing[0], "TooManyRequests" if failing[0] == 429 else
+                               "InternalError", "injected by the test cluster: %d for %.1f s "
+                               "more" % (failing[0], failing[1] - time.monotonic()))
             code, body = self.route(method, url.path.rstrip("/") or "/", query)
             if code is not None:
                 self.send_json(code, body)
@@ -357,6 +384,33 @@ class Handler(BaseHTTPRequestHandler):
             self.server.dropping = True
             threading.Timer(1.5, lambda: setattr(self.server, "dropping", False)).start()
             return 200, {"dropping": True}
+        if path == "/mwj-test/errors" and method == "POST":
+            code, seconds = int(arg(query, "code", "500")), float(arg(query, "seconds", "5"))
+            if code not in (429, 500, 503):
+                raise ApiError(400, "BadRequest", "code must be 429, 500 or 503")
+            self.server.failing = (code, time.monotonic() + seconds)
+            self.server.failed = 0
+            return 200, {"code": code, "seconds": seconds}
+        if path == "/mwj-test/errors" and method == "GET":
+            return 200, {"answered": self.server.failed}
+        if path == "/mwj-test/preempt" and method == "POST":
+            reason = arg(query, "reason", "Preempted")
+            if reason not in ("Preempted", "Evicted"):
+                raise ApiError(400, "BadRequest", "reason must be Preempted or Evicted")
+            grace = arg(query, "grace", None)
+            delete = arg(query, "delete", None)
+            self.node().preempt(arg(query, "namespace", "default"), arg(query, "name"), reason,
+                                None if grace is None else int(grace),
+                                None if delete is None else delete == "true")
+            return 200, {"preempted": arg(query, "name"), "reason": reason}
+        if path == "/mwj-test/kill" and method == "POST":
+            name = arg(query, "signal", "KILL").upper()
+            sig = getattr(signal, "SIG" + name, None) if not name.isdigit() else int(name)
+            if sig is None:
+                raise ApiError(400, "BadRequest", "unknown signal %s" % name)
+            self.node().kill(arg(query, "namespace", "default"), arg(query, "name"), sig,
+                             arg(query, "container", None))
+            return 200, {"killed": arg(query, "name"), "signal": int(sig)}
         if path == "/api":
             return 200, {"kind": "APIVersions", "versions": ["v1"],
                          "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0",
@@ -393,6 +447,11 @@ class Handler(BaseHTTPRequestHandler):
         name, sub = m["name"], m["sub"]
         store = api.store
         as_table = "as=Table" in (self.headers.get("Accept") or "")
+        if sub == "log":
+            if key != "/v1/pods" or method != "GET" or not name:
+                raise ApiError(405, "MethodNotAllowed", "only GET of pods/log")
+            self.send_log(ns, name, query)
+            return None, None
         if method == "GET" and query.get("watch", ["false"])[0] in ("true", "1"):
             self.watch(gv, m["plural"], key, ns, name, query, as_table)
             return None, None
@@ -505,6 +564,54 @@ class Handler(BaseHTTPRequestHandler):
             pass
         self.close_connection = True
 
+    def node(self):
+        if self.server.node is None:
+            raise ApiError(404, "NotFound", "this API server runs no node (start it with "
+                           "--node-dir)")
+        return self.server.node
+
+    def send_log(self, ns, name, query):
+        """A container's log as text, as GET pods/NAME/log does:
+        ?container=, ?previous=true, ?tailLines=N, and ?follow=true, which
+        streams until the container ends."""
+        path, alive = self.node().log_file(ns, name, arg(query, "container", None),
+                                           arg(query, "previous", "false") == "true")
+        with open(path, "rb") as f:
+            data = f.read()
+        tail = arg(query, "tailLines", None)
+        if tail is not None:
+            lines = data.splitlines(keepends=True)
+            data = b"".join(lines[-int(tail):]) if int(tail) > 0 else b""
+        if arg(query, "follow", "false") != "true":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            with open(path, "rb") as f:
+                f.seek(0, 2)
+                while True:
+                    if data:
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                        self.wfile.flush()
+                    running = alive()
+                    data = f.read()
+                    if not data and not running:
+                        break
+                    if not data:
+                        time.sleep(0.1)
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+            pass
+        self.close_connection = True
+
     def pod_grace(self, pod, query):
         """Graceful pod deletion, as the real API server does it: a pod on
         a node is only marked (deletionTimestamp, deletionGracePeriodSeconds)
@@ -556,6 +663,11 @@ class Handler(BaseHTTPRequestHandler):
                        "the patch type %s is not supported here" % ctype)
 
 
+def arg(query, name, default=""):
+    """A query parameter's first value, or default."""
+    return query.get(name, [default])[0]
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int, required=True)
@@ -564,6 +676,11 @@ def main():
     p.add_argument("--token", required=True)
     p.add_argument("--verbose", action="store_true")
     p.add_argument("--bookmark-seconds", type=float, default=5.0)
+    p.add_argument("--node-dir", help="run pods as local processes, with their folders here")
+    p.add_argument("--ca", help="the CA certificate pods get with their service-account token")
+    p.add_argument("--podnet", help="podnet.so, preloaded into every pod's processes")
+    p.add_argument("--image", action="append", default=[], metavar="NAME=PATH",
+                   help="the entrypoint of image NAME (its repository name)")
     a = p.parse_args()
     Handler.api = Api()
     Handler.token = a.token
@@ -571,7 +688,25 @@ def main():
     server.daemon_threads = True
     server.verbose = a.verbose
     server.dropping = False
+    server.failing = None
+    server.failed = 0  # requests answered with an injected error since the last POST
     server.bookmark_every = a.bookmark_seconds
+    server.node = None
+    if a.node_dir:
+        images = {}
+        for item in a.image:
+            image, _, path = item.partition("=")
+            images[image] = os.path.abspath(path)
+        server.node = Node(Handler.api, a.node_dir, images, a.podnet, a.port, a.ca, a.token,
+                           log=lambda msg: print(msg, file=sys.stderr, flush=True))
+        server.node.start()
+
+    def stop(signum, _frame):
+        if server.node:
+            server.node.shutdown()
+        sys.exit(128 + signum)
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(a.cert, a.key)
     server.socket = ctx.wrap_socket(server.socket, server_side=True)

@@ -139,10 +139,10 @@ class Store:
             self.compacted = self.rv
 
     def events_after(self, rv, key, ns, timeout):
-        """Changes of key (in ns, or everywhere when None) after
-        resourceVersion rv, waiting up to timeout seconds for any change,
-        and the store's resourceVersion to go on from. (None, rv) if rv is
-        older than the history holds (410 Gone)."""
+        """Changes of key (of every key when None) in ns (everywhere when
+        None) after resourceVersion rv, waiting up to timeout seconds for
+        any change, and the store's resourceVersion to go on from. (None,
+        rv) if rv is older than the history holds (410 Gone)."""
         with self.lock:
             if rv < self.oldest():
                 return None, rv
@@ -151,7 +151,8 @@ class Store:
             if rv < self.oldest():
                 return None, rv
             return [e for e in self.history
-                    if e[0] > rv and e[1] == key and (ns is None or e[2] == ns)], self.rv
+                    if e[0] > rv and (key is None or e[1] == key) and
+                    (ns is None or e[2] == ns)], self.rv
 
     def get(self, key, ns, name):
         with self.lock:

@@ -3,40 +3,12 @@
 # examples apply, `get mwj` shows the printer columns, a wrong manifest is
 # refused naming the field, patches bump the generation, status changes only
 # through the status subresource, get -w streams changes, a stale update is
-# a conflict, and delete deletes. Ends with "N passed, N failed".
+# a conflict, kubectl wait sees a condition, injected 500s and 429s behave
+# as on a struggling API server, and delete deletes. Ends with "N passed, N
+# failed".
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-state=$(mktemp -d /tmp/mwj-e2e-XXXXXX)
-trap '"$root/e2e/cluster/down.sh" "$state" > /dev/null; rm -rf "$state"' EXIT
-passed=0
-failed=0
-
-check() { # check NAME COMMAND...: the command must succeed
-	local name=$1
-	shift
-	if out=$("$@" 2>&1); then
-		passed=$((passed + 1))
-		echo "ok   $name"
-	else
-		failed=$((failed + 1))
-		echo "FAIL $name"
-		printf '%s\n' "$out" | sed 's/^/     /'
-	fi
-}
-
-kubectl=${KUBECTL:-kubectl}
-if ! command -v "$kubectl" > /dev/null; then
-	echo "kubectl_api: no kubectl on PATH"
-	echo "0 passed, 1 failed"
-	exit 1
-fi
-"$root/e2e/cluster/up.sh" "$state" > /dev/null || {
-	echo "0 passed, 1 failed"
-	exit 1
-}
-export KUBECONFIG=$state/kubeconfig
-k() { "$kubectl" "$@"; }
+. "$(dirname "$0")/lib.sh"
+cluster_up
 
 check "the CRD applies" k apply -f "$root/crds/"
 check "the CRD is established" k wait --for=condition=Established --timeout=10s \
@@ -112,6 +84,36 @@ conflict() {
 }
 check "an update with a stale resourceVersion is a conflict" conflict
 
+waited() {
+	local pid rc
+	timeout 20 "$kubectl" wait --for=condition=Succeeded --timeout=15s mwj/mnist > /dev/null &
+	pid=$!
+	sleep 0.5
+	k patch mwj mnist --subresource=status --type=merge -p '{"status":{"conditions":[{"type":"Succeeded","status":"True","reason":"AllWorkersSucceeded","message":"every worker exited 0","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}' > /dev/null || return 1
+	wait "$pid"
+	rc=$?
+	[ "$rc" = 0 ] && ! k wait --for=condition=Failed --timeout=1s mwj/mnist > /dev/null 2>&1
+}
+check "kubectl wait --for=condition returns when the job's condition turns True" waited
+
+server_errors() {
+	local out
+	fault errors 500 2 > /dev/null || return 1
+	out=$(k get mwj mnist 2>&1) && return 1
+	printf '%s\n' "$out" | grep -q 'injected by the test cluster' || return 1
+	sleep 2.2
+	k get mwj mnist > /dev/null
+}
+check "injected 500s fail requests for a while, then the API answers again" server_errors
+
+throttled() {
+	fault errors 429 2 > /dev/null &&
+		# Clients wait out a 429 with Retry-After and try again.
+		k get mwj mnist > /dev/null &&
+		fault errors | grep -Eq '"answered": [1-9]'
+}
+check "injected 429s are ridden out by kubectl's retries" throttled
+
 deleted() {
 	k delete -f "$root/examples/all-fields.yaml" > /dev/null &&
 		! k get mwj mnist-all-fields > /dev/null 2>&1 &&
@@ -119,5 +121,4 @@ deleted() {
 }
 check "delete removes the job" deleted
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -1,0 +1,85 @@
+"""The node's pure parts: image names, $(VAR) references, downward-API
+fields, and the /etc/hosts a pod sees (cluster DNS for headless
+Services)."""
+import unittest
+
+from node import Node, PodRun, expand, field_value, image_repository
+
+
+def pod(name, ip, ready=True, labels=None, subdomain="job", ns="default", phase="Running"):
+    return {"metadata": {"name": name, "namespace": ns, "uid": name + "-uid",
+                         "labels": labels or {"job": "job"}},
+            "spec": {"hostname": name, "subdomain": subdomain, "containers": []},
+            "status": {"podIP": ip, "phase": phase, "conditions": [
+                {"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+def service(name, publish, ns="default", cluster_ip="None"):
+    return {"metadata": {"name": name, "namespace": ns},
+            "spec": {"clusterIP": cluster_ip, "selector": {"job": "job"},
+                     "publishNotReadyAddresses": publish}}
+
+
+class FakeNode:
+    state = "/nonexistent"
+
+
+class NodeTest(unittest.TestCase):
+    def test_image_repository_drops_registry_tag_and_digest(self):
+        self.assertEqual(image_repository("mwj-worker"), "mwj-worker")
+        self.assertEqual(image_repository("mwj-worker:latest"), "mwj-worker")
+        self.assertEqual(image_repository("registry:5000/team/mwj-worker:1.0@sha256:ab"),
+                         "mwj-worker")
+
+    def test_var_references_expand_as_kubernetes_does(self):
+        env = {"A": "x", "B": "y"}
+        self.assertEqual(expand("$(A)-$(B)", env), "x-y")
+        self.assertEqual(expand("$(MISSING)", env), "$(MISSING)")
+        self.assertEqual(expand("$$(A) $$", env), "$(A) $")
+
+    def test_downward_api_fields(self):
+        p = pod("w-0", "127.0.0.5", labels={"team": "vision"})
+        p["spec"]["nodeName"] = "n"
+        self.assertEqual(field_value(p, "metadata.name"), "w-0")
+        self.assertEqual(field_value(p, "status.podIP"), "127.0.0.5")
+        self.assertEqual(field_value(p, "metadata.labels['team']"), "vision")
+        self.assertEqual(field_value(p, "metadata.labels['none']"), "")
+        with self.assertRaises(ValueError):
+            field_value(p, "spec.containers")
+
+    def hosts(self, viewer, pods, services):
+        run = PodRun(FakeNode(), viewer, viewer["status"]["podIP"])
+        return Node.hosts_for(None, run, pods, services)
+
+    def test_hosts_name_every_pod_behind_a_headless_service(self):
+        a, b = pod("job-worker-0", "127.0.0.2"), pod("job-worker-1", "127.0.0.3", ready=False)
+        text = self.hosts(a, [a, b], [service("job", True)])
+        self.assertIn("127.0.0.2\tjob-worker-0.job.default.svc.cluster.local job-worker-0\n",
+                      text)
+        line = [ln for ln in text.splitlines() if ln.startswith("127.0.0.3\t")][0].split()
+        for name in ("job-worker-1.job.default.svc.cluster.local", "job-worker-1.job.default.svc",
+                     "job-worker-1.job.default", "job-worker-1.job"):
+            self.assertIn(name, line)
+
+    def test_not_ready_pods_are_left_out_unless_the_service_publishes_them(self):
+        a, b = pod("job-worker-0", "127.0.0.2"), pod("job-worker-1", "127.0.0.3", ready=False)
+        self.assertNotIn("127.0.0.3", self.hosts(a, [a, b], [service("job", False)]))
+
+    def test_finished_pods_other_namespaces_and_cluster_ip_services(self):
+        a = pod("job-worker-0", "127.0.0.2")
+        done = pod("job-worker-1", "127.0.0.3", phase="Succeeded")
+        other = pod("job-worker-2", "127.0.0.4", ns="team")
+        text = self.hosts(a, [a, done, other], [service("job", True),
+                                               service("job", True, ns="team")])
+        self.assertNotIn("127.0.0.3", text)
+        line = [ln for ln in text.splitlines() if ln.startswith("127.0.0.4\t")][0].split()
+        self.assertIn("job-worker-2.job.team.svc", line)
+        self.assertNotIn("job-worker-2.job", line)  # no search path reaches another namespace
+        running = pod("job-worker-1", "127.0.0.3")
+        self.assertIn("127.0.0.3", self.hosts(a, [a, running], [service("job", True)]))
+        self.assertNotIn("127.0.0.3", self.hosts(a, [a, running], [
+            service("job", True, cluster_ip="10.0.0.1")]))
+
+
+if __name__ == "__main__":
+    unittest.main()

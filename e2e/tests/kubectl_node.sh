@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# The local test cluster's node, driven by real kubectl: pods run as local
+# processes and their status follows them (exit 0 Succeeded, exit 3 Failed
+# with code 3, a signal, a restart in place), kubectl logs reads them, env
+# and the downward API reach them, two mwj-worker pods find each other by
+# their headless Service's DNS names and train on one port with a PVC for
+# backups, and a preempted, evicted, killed, deleted or cascade-deleted pod
+# goes as on a real cluster. Ends with "N passed, N failed".
+set -u
+. "$(dirname "$0")/lib.sh"
+cluster_up
+
+pod() { # pod NAME RESTART_POLICY SCRIPT [SPEC YAML] [CONTAINER YAML]: runs sh -c SCRIPT
+	cat <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: $1, labels: {test: node}}
+spec:
+  restartPolicy: $2
+  terminationGracePeriodSeconds: 5
+${4:-}
+  containers:
+  - name: main
+    image: busybox:1.36
+${5:-}
+    command: [sh, -c]
+    args:
+    - |
+$(printf '%s\n' "$3" | sed 's/^/      /')
+YAML
+}
+jp() { k get "$1" -o jsonpath="$2"; }
+phase_is() { k wait --for=jsonpath='{.status.phase}'="$2" "pod/$1" --timeout=60s > /dev/null; }
+
+exits0() {
+	pod ok Never 'echo "hello from $(hostname)"' | k apply -f - > /dev/null &&
+		phase_is ok Succeeded &&
+		[ "$(jp pod/ok '{.status.containerStatuses[0].state.terminated.exitCode} {.status.containerStatuses[0].state.terminated.reason}')" = "0 Completed" ]
+}
+check "a pod whose process exits 0 becomes Succeeded" exits0
+check "kubectl logs reads its output; its host name is the pod's" \
+	bash -c "[ \"\$('$kubectl' logs ok)\" = 'hello from ok' ]"
+
+exits3() {
+	pod three Never 'exit 3' | k apply -f - > /dev/null &&
+		phase_is three Failed &&
+		[ "$(jp pod/three '{.status.containerStatuses[0].state.terminated.exitCode} {.status.containerStatuses[0].state.terminated.reason}')" = "3 Error" ]
+}
+check "a pod whose process exits 3 becomes Failed with exit code 3" exits3
+
+environment() {
+	pod env Never 'echo "$MY_NAME $MY_NS $MY_IP $MY_LABEL $JOINED"' '' "$(
+		cat <<'YAML'
+    env:
+    - {name: MY_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+    - {name: MY_NS, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
+    - {name: MY_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}
+    - {name: MY_LABEL, valueFrom: {fieldRef: {fieldPath: "metadata.labels['test']"}}}
+    - {name: JOINED, value: "$(MY_NAME)-in-$(MY_NS)"}
+YAML
+	)" | k apply -f - > /dev/null && phase_is env Succeeded || return 1
+	local ip
+	ip=$(jp pod/env '{.status.podIP}')
+	[[ $ip =~ ^127\.0\.[0-9]+\.[0-9]+$ ]] && [ "$ip" != 127.0.0.1 ] &&
+		[ "$(k logs env)" = "env default $ip node env-in-default" ]
+}
+check "env, \$(VAR) references and the downward API reach the process; the pod has its own 127.0.x.y" environment
+
+restarts() {
+	pod flaky OnFailure 'n=$(cat /tmp/mwj-e2e-v/n 2> /dev/null || echo 0); echo "run $n"; echo $((n + 1)) > /tmp/mwj-e2e-v/n; [ "$n" -ge 1 ]' \
+		'  volumes: [{name: v, emptyDir: {}}]' '    volumeMounts: [{name: v, mountPath: /tmp/mwj-e2e-v}]' |
+		k apply -f - > /dev/null &&
+		phase_is flaky Succeeded &&
+		[ "$(jp pod/flaky '{.status.containerStatuses[0].restartCount} {.status.containerStatuses[0].lastState.terminated.exitCode}')" = "1 1" ] &&
+		[ "$(k logs flaky --previous)" = "run 0" ] && [ "$(k logs flaky)" = "run 1" ]
+}
+check "restartPolicy OnFailure restarts a failed container in place, and its emptyDir stays" restarts
+
+unknown_image() {
+	k run nowhere --image=registry.example/nowhere:1 --restart=Never > /dev/null &&
+		k wait --for=jsonpath='{.status.containerStatuses[0].state.waiting.reason}'=ErrImagePull \
+			pod/nowhere --timeout=20s > /dev/null &&
+		[ "$(jp pod/nowhere '{.status.phase}')" = Pending ] &&
+		k delete pod nowhere --wait=true --timeout=20s > /dev/null
+}
+check "an image the node does not know waits with ErrImagePull" unknown_image
+
+# Two mwj-worker pods, as the operator will make them: hostname and
+# subdomain, a headless Service publishing not-ready addresses, TF_CONFIG
+# with the DNS names, both on port 2222, backups on a PVC.
+train_job() {
+	local i
+	cat <<YAML
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: train-ckpt}
+spec: {accessModes: [ReadWriteMany], resources: {requests: {storage: 1Gi}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: train}
+spec: {clusterIP: None, publishNotReadyAddresses: true, selector: {job: train}, ports: [{port: 2222}]}
+YAML
+	for i in 0 1; do
+		cat <<YAML
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: train-worker-$i, labels: {job: train}}
+spec:
+  hostname: train-worker-$i
+  subdomain: train
+  restartPolicy: Never
+  volumes: [{name: ckpt, persistentVolumeClaim: {claimName: train-ckpt}}]
+  containers:
+  - name: worker
+    image: mwj-worker:latest
+    args: [train, --epochs, "1", --steps-per-epoch, "20", --batch-size, "32",
+           --save-freq, "10", --model-dir, /mwj/checkpoint/model]
+    env:
+    - {name: TF_CONFIG, value: '{"cluster":{"worker":["train-worker-0.train.default.svc:2222","train-worker-1.train.default.svc:2222"]},"task":{"type":"worker","index":$i}}'}
+    - {name: MWJ_BACKUP_DIR, value: /mwj/checkpoint/backup}
+    volumeMounts: [{name: ckpt, mountPath: /mwj/checkpoint}]
+YAML
+	done
+}
+trained() {
+	train_job | k apply -f - > /dev/null && phase_is train-worker-0 Succeeded &&
+		phase_is train-worker-1 Succeeded &&
+		k logs train-worker-0 | grep -q '20/20' &&
+		[ "$(jp pvc/train-ckpt '{.status.phase}')" = Bound ] &&
+		ls "$state"/node/volumes/default/train-ckpt/model | grep -q .
+}
+check "two mwj-worker pods find each other by DNS, train on one port, and leave the model on the PVC" trained
+
+running() { k wait --for=condition=Ready "pod/$1" --timeout=60s > /dev/null; }
+gone() { # gone PID: the process has ended
+	local _
+	for _ in $(seq 100); do
+		kill -0 "$1" 2> /dev/null || return 0
+		sleep 0.1
+	done
+	return 1
+}
+pid_of() { jp "pod/$1" '{.status.containerStatuses[0].containerID}' | sed 's#^local://##'; }
+
+killed() {
+	pod sleeper Never 'exec sleep 300' | k apply -f - > /dev/null && running sleeper &&
+		fault kill sleeper KILL > /dev/null && phase_is sleeper Failed &&
+		[ "$(jp pod/sleeper '{.status.containerStatuses[0].state.terminated.exitCode} {.status.containerStatuses[0].state.terminated.signal}')" = "137 9" ]
+}
+check "a container killed with SIGKILL ends Failed with exit code 137" killed
+
+evicted() {
+	pod evictee Never 'trap "echo got SIGTERM; exit 143" TERM; while :; do sleep 0.1; done' |
+		k apply -f - > /dev/null && running evictee &&
+		fault preempt evictee --evict > /dev/null && phase_is evictee Failed &&
+		[ "$(jp pod/evictee '{.status.reason} {.status.conditions[?(@.type=="DisruptionTarget")].status} {.status.conditions[?(@.type=="DisruptionTarget")].reason}')" = \
+			"Evicted True TerminationByKubelet" ] &&
+		[ "$(jp pod/evictee '{.status.containerStatuses[0].state.terminated.exitCode}')" = 143 ] &&
+		k logs evictee | grep -q 'got SIGTERM'
+}
+check "an evicted pod gets SIGTERM and ends Failed, reason Evicted, with DisruptionTarget" evicted
+
+preempted() {
+	local out=$state/preempt.watch pid
+	pod preemptee Never 'exec sleep 300' | k apply -f - > /dev/null && running preemptee || return 1
+	pid=$(pid_of preemptee)
+	timeout 30 "$kubectl" get pod preemptee -w --output-watch-events -o json > "$out" 2>&1 &
+	sleep 0.5
+	fault preempt preemptee > /dev/null &&
+		k wait --for=delete pod/preemptee --timeout=30s > /dev/null && gone "$pid" || return 1
+	for _ in $(seq 50); do grep -q '"DELETED"' "$out" && break; sleep 0.1; done
+	/usr/bin/python3 - "$out" <<'PY'
+import json, sys
+text = open(sys.argv[1]).read()
+dec, i, events = json.JSONDecoder(), 0, []
+while i < len(text):
+    if text[i].isspace():
+        i += 1
+        continue
+    obj, i = dec.raw_decode(text, i)
+    events.append(obj)
+last = [e for e in events if e["type"] == "DELETED"][-1]["object"]["status"]
+conds = {c["type"]: c for c in last["conditions"]}
+assert conds["DisruptionTarget"]["reason"] == "PreemptionByScheduler", conds
+assert last["phase"] == "Failed" and last["reason"] == "Preempted", last
+PY
+}
+check "a preempted pod gets DisruptionTarget, is stopped and deleted" preempted
+
+graceful() {
+	pod stubborn Never 'trap "" TERM; while :; do sleep 0.1; done' |
+		sed 's/terminationGracePeriodSeconds: 5/terminationGracePeriodSeconds: 2/' |
+		k apply -f - > /dev/null && running stubborn || return 1
+	local pid
+	pid=$(pid_of stubborn)
+	k delete pod stubborn --wait=false > /dev/null &&
+		[ -n "$(jp pod/stubborn '{.metadata.deletionTimestamp}')" ] && kill -0 "$pid" &&
+		k wait --for=delete pod/stubborn --timeout=20s > /dev/null && gone "$pid"
+}
+check "a deleted pod that ignores SIGTERM is marked, then killed after its grace period" graceful
+
+cascade() {
+	k apply -f "$root/crds/" > /dev/null && k apply -f "$root/examples/minimal.yaml" > /dev/null &&
+		k wait --for=condition=Established crd/multiworkerjobs.training.mwj.io > /dev/null || return 1
+	local uid pid
+	uid=$(jp mwj/mnist '{.metadata.uid}')
+	pod owned Never 'exec sleep 300' | sed "s#^metadata: {name: owned, labels: {test: node}}#metadata: {name: owned, ownerReferences: [{apiVersion: training.mwj.io/v1, kind: MultiWorkerJob, name: mnist, uid: $uid, controller: true}]}#" |
+		k apply -f - > /dev/null && running owned || return 1
+	pid=$(pid_of owned)
+	k delete mwj mnist > /dev/null && k wait --for=delete pod/owned --timeout=30s > /dev/null &&
+		gone "$pid"
+}
+check "deleting a job deletes the pods it owns, and their processes" cascade
+
+finish

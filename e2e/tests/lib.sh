@@ -1,0 +1,44 @@
+# Shared by the end-to-end scripts in e2e/tests: start a local test cluster
+# of their own, count checks, and end with "N passed, N failed".
+#   . "$(dirname "$0")/lib.sh"; cluster_up; check NAME CMD...; finish
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+state=$(mktemp -d /tmp/mwj-e2e-XXXXXX)
+trap '"$root/e2e/cluster/down.sh" "$state" > /dev/null; rm -rf "$state"' EXIT
+passed=0
+failed=0
+kubectl=${KUBECTL:-kubectl}
+
+check() { # check NAME COMMAND...: the command must succeed
+	local name=$1 out
+	shift
+	if out=$("$@" 2>&1); then
+		passed=$((passed + 1))
+		echo "ok   $name"
+	else
+		failed=$((failed + 1))
+		echo "FAIL $name"
+		printf '%s\n' "$out" | sed 's/^/     /'
+	fi
+}
+
+cluster_up() { # starts the cluster and points kubectl at it, or gives up
+	if ! command -v "$kubectl" > /dev/null; then
+		echo "$(basename "$0"): no kubectl on PATH"
+		echo "0 passed, 1 failed"
+		exit 1
+	fi
+	"$root/e2e/cluster/up.sh" "$state" > /dev/null || {
+		echo "0 passed, 1 failed"
+		exit 1
+	}
+	export KUBECONFIG=$state/kubeconfig
+}
+
+k() { "$kubectl" "$@"; }
+
+fault() { "$root/e2e/cluster/fault.sh" -d "$state" "$@"; }
+
+finish() {
+	echo "$passed passed, $failed failed"
+	[ "$failed" -eq 0 ]
+}
