@@ -288,6 +288,38 @@ class Api:
                              "lastTransitionTime": "2026-01-01T00:00:00Z"}]
         st["storedVersions"] = [v["name"] for v in spec["versions"] if v.get("storage")]
 
+    def check_pod(self, obj):
+        """What the real API server checks of a new pod that the node
+        relies on: named containers with images, names unique, a known
+        restartPolicy."""
+        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        errs, seen = [], set()
+        ctrs = spec.get("containers")
+        if not isinstance(ctrs, list) or not ctrs:
+            errs.append("spec.containers: Required value")
+        for field in ("initContainers", "containers"):
+            items = spec.get(field) or []
+            for i, c in enumerate(items if isinstance(items, list) else []):
+                where = "spec.%s[%d]" % (field, i)
+                if not isinstance(c, dict):
+                    errs.append("%s: Invalid value: must be an object" % where)
+                    continue
+                if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", str(c.get("name", ""))):
+                    errs.append("%s.name: Invalid value: %r: a lowercase RFC 1123 label is "
+                                "required" % (where, c.get("name", "")))
+                elif c["name"] in seen:
+                    errs.append('%s.name: Duplicate value: "%s"' % (where, c["name"]))
+                seen.add(c.get("name"))
+                if not c.get("image"):
+                    errs.append("%s.image: Required value" % where)
+        policy = spec.get("restartPolicy", "Always")
+        if policy not in ("Always", "OnFailure", "Never"):
+            errs.append('spec.restartPolicy: Unsupported value: "%s": supported values: '
+                        '"Always", "OnFailure", "Never"' % policy)
+        if errs:
+            raise ApiError(422, "Invalid", 'Pod "%s" is invalid: %s' % (
+                (obj.get("metadata") or {}).get("name"), ", ".join(errs)))
+
     def admit(self, info, obj, name):
         """Applies the CRD schema (pruning, defaults, 422) to a custom resource."""
         kind, _, _, _, sch = info
@@ -481,6 +513,8 @@ class Handler(BaseHTTPRequestHandler):
             obj = api.admit(info, obj, (obj.get("metadata") or {}).get("name"))
             if key == CRD_KEY:
                 api.check_crd(obj)
+            if key == "/v1/pods":
+                api.check_pod(obj)
             if has_status and key != CRD_KEY:
                 obj.pop("status", None)
             if namespaced and ns != "default" and not self.namespace_exists(ns):

@@ -2,7 +2,8 @@
 container runtime, cluster DNS and a volume provisioner do for the pods the
 operator creates, with local processes instead of containers.
 
-- Scheduling: a pod without spec.nodeName is bound to this node.
+- Scheduling: a pod without spec.nodeName is bound to this node, unless
+  it names a schedulerName other than default-scheduler.
 - Network: each pod gets a loopback address of its own (127.0.x.y) and
   shares the host's network otherwise, as with hostNetwork. Its processes
   preload podnet.so, so that listening "on all interfaces" listens on the
@@ -401,6 +402,7 @@ class Node:
         self.ips = set()
         self.next_ip = 1
         self.dns_dirty = threading.Event()
+        self.dns_lock = threading.Lock()
         self.stopping = False
         os.makedirs(os.path.join(state, "pods"), exist_ok=True)
 
@@ -476,7 +478,10 @@ class Node:
                 self.dns_dirty.set()
                 return
             if spec.get("nodeName") not in (None, "", NODE_NAME):
-                return
+                return  # another node's
+            if not spec.get("nodeName") and spec.get("schedulerName") not in (
+                    None, "", "default-scheduler"):
+                return  # left to a scheduler that does not run here
             phase = (pod.get("status") or {}).get("phase")
             if md.get("deletionTimestamp"):
                 if run:
@@ -636,6 +641,10 @@ class Node:
         return "\n".join(lines) + "\n"
 
     def write_dns(self):
+        with self.dns_lock:
+            self._write_dns()
+
+    def _write_dns(self):
         pods, _ = self.store.list(PODS)
         services, _ = self.store.list(SERVICES)
         with self.lock:
@@ -851,11 +860,15 @@ class Node:
         os.makedirs(logs, exist_ok=True)
         out = open(os.path.join(logs, "%s-%d.log" % (c.name, c.restarts)), "ab")
         try:
-            return subprocess.Popen(
+            proc = subprocess.Popen(
                 ["unshare", "--mount", "--uts", "--propagation", "private", "--",
                  "/bin/sh", "-c", "\n".join(script), "pod-sandbox"] + argv,
                 env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True, close_fds=True)
+            # For down.sh, should this process die without stopping its pods.
+            with open(os.path.join(self.state, "process-groups"), "a") as f:
+                f.write("%d\n" % proc.pid)
+            return proc
         except OSError as e:
             raise StartError("cannot start the sandbox: %s" % e) from e
         finally:

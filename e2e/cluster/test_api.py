@@ -12,7 +12,8 @@ SVCS = "/api/v1/namespaces/default/services"
 def pod(name, labels, phase=None, owner=None):
     p = {"apiVersion": "v1", "kind": "Pod",
          "metadata": {"name": name, "labels": labels},
-         "spec": {"containers": [{"name": "c", "image": "i"}]}}
+         # Left unscheduled: the node runs no pod of these tests.
+         "spec": {"containers": [{"name": "c", "image": "i"}], "schedulerName": "none"}}
     if owner:
         p["metadata"]["ownerReferences"] = [owner]
     return p
@@ -94,6 +95,21 @@ class ApiTest(unittest.TestCase):
         code, _ = self.k.call("DELETE", PODS + "/graceful?gracePeriodSeconds=0")
         self.assertEqual(code, 200)
         self.assertEqual(self.names("labelSelector=grace"), [])
+
+    def test_a_pod_without_containers_or_with_a_bad_one_is_refused(self):
+        bare = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bare"}, "spec": {}}
+        code, body = self.k.call("POST", PODS, bare)
+        self.assertEqual(code, 422, body)
+        self.assertIn("spec.containers: Required value", body["message"])
+        p = pod("twins", {})
+        p["spec"]["containers"] = [{"name": "c", "image": "i"}, {"name": "c"}]
+        p["spec"]["restartPolicy"] = "Sometimes"
+        code, body = self.k.call("POST", PODS, p)
+        self.assertEqual(code, 422, body)
+        for want in ('spec.containers[1].name: Duplicate value: "c"',
+                     "spec.containers[1].image: Required value",
+                     'spec.restartPolicy: Unsupported value: "Sometimes"'):
+            self.assertIn(want, body["message"])
 
     def test_a_pod_on_no_node_goes_at_once(self):
         self.k.call("POST", PODS, pod("unscheduled", {"grace": "2"}))
