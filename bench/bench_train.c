@@ -11,6 +11,9 @@
  * per worker, as N mwj-worker pods would; the line gives the global
  * samples/s (all workers' examples).
  *
+ * Like mwj-worker, it first makes sure OpenBLAS runs kernels this CPU can
+ * run at full width (blas_cpu.h); each line names the kernel set.
+ *
  * usage: bench_train [--steps N] [--model NAME] [--threads N] [--workers N]
  */
 #include <arpa/inet.h>
@@ -22,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "blas_cpu.h"
 #include "err.h"
 #include "log.h"
 #include "parse.h"
@@ -93,18 +97,19 @@ static void print_result(const char *model, int threads, int workers, long steps
 	if (workers > 1) {
 		printf("{\"bench\":\"train\",\"impl\":\"mwj\",\"model\":\"%s\",\"workers\":%d,"
 		       "\"batch_per_worker\":%d,\"threads_per_worker\":%d,\"optimizer\":\"sgd\","
-		       "\"steps\":%ld,\"global_samples_per_s\":%.1f,\"ms_per_step\":%.3f}\n",
+		       "\"steps\":%ld,\"global_samples_per_s\":%.1f,\"ms_per_step\":%.3f,"
+		       "\"blas_core\":\"%s\"}\n",
 		       model, workers, batch, threads, steps,
-		       (double)batch * workers * steps / r->seconds, ms);
+		       (double)batch * workers * steps / r->seconds, ms, openblas_get_corename());
 		fflush(stdout);
 		return;
 	}
-	printf(
-	    "{\"bench\":\"train\",\"impl\":\"mwj\",\"model\":\"%s\",\"batch\":%d,\"threads\":%d,"
-	    "\"optimizer\":\"sgd\",\"steps\":%ld,\"samples_per_s\":%.1f,\"ms_per_step\":%.3f,"
-	    "\"gemm_gflop_per_step\":%.4f,\"achieved_gflops\":%.1f,\"sgemm_square_gflops\":%.1f}\n",
-	    model, batch, threads, steps, batch * steps / r->seconds, ms, flops / 1e9,
-	    flops / (ms * 1e-3) / 1e9, sgemm_gflops(threads));
+	printf("{\"bench\":\"train\",\"impl\":\"mwj\",\"model\":\"%s\",\"batch\":%d,\"threads\":%d,"
+	       "\"optimizer\":\"sgd\",\"steps\":%ld,\"samples_per_s\":%.1f,\"ms_per_step\":%.3f,"
+	       "\"gemm_gflop_per_step\":%.4f,\"achieved_gflops\":%.1f,\"sgemm_square_gflops\":%.1f,"
+	       "\"blas_core\":\"%s\"}\n",
+	       model, batch, threads, steps, batch * steps / r->seconds, ms, flops / 1e9,
+	       flops / (ms * 1e-3) / 1e9, sgemm_gflops(threads), openblas_get_corename());
 	fflush(stdout);
 }
 
@@ -228,6 +233,8 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	/* The kernels mwj-worker would run with (blas_cpu.h). */
+	blas_cpu_check(argv);
 	log_set_level(LOG_ERROR); /* the benchmark saves no model: no warning about it */
 	for (size_t mi = 0; mi < 2; mi++) {
 		if (only_model && strcmp(only_model, models[mi]) != 0)

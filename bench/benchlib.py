@@ -1,6 +1,7 @@
 """What the comparison scripts share: where the built binaries are, the
-glibc malloc setting that is PyTorch's best, and running a benchmark that
-prints JSON lines."""
+settings that are PyTorch's best (glibc malloc thresholds, and the OpenBLAS
+kernel set mwj runs with), and running a benchmark that prints JSON
+lines."""
 import json
 import os
 import subprocess
@@ -18,3 +19,14 @@ def run_json(cmd, env_extra, timeout=None):
     out = subprocess.run(cmd, env=env, check=True, stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL, text=True, timeout=timeout).stdout
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+def tuned_env():
+    """PyTorch's best environment: malloc thresholds that stop it
+    page-faulting every step, and the OpenBLAS kernels mwj-worker runs with
+    on this machine. mwj corrects OpenBLAS's fallback to generic kernels on
+    CPUs the library does not know (worker/src/blas_cpu.h); PyTorch loads the
+    same library, so it gets the same kernels through OPENBLAS_CORETYPE."""
+    line = run_json([os.path.join(BIN_DIR, "bench_train"), "--steps", "10", "--model",
+                     "cnn-pool", "--threads", "1"], {})[0]
+    return {"GLIBC_TUNABLES": TUNED_MALLOC, "OPENBLAS_CORETYPE": line["blas_core"]}

@@ -5,8 +5,9 @@ thread per worker, both over TCP on 127.0.0.1, in the same run.
 
 mwj is bench_train --workers 2 (two processes, each with its own TF_CONFIG,
 gradients summed by the ring all-reduce behind the backward pass); PyTorch
-is torch_ddp.py, at glibc's default malloc and with the tuned thresholds
-that stop it page-faulting every step. Each runs --reps times, interleaved,
+is torch_ddp.py, at its defaults and at its best: with the malloc
+thresholds that stop it page-faulting every step and the OpenBLAS kernels
+mwj runs with (benchlib.tuned_env). Each runs --reps times, interleaved,
 and the medians count. Alongside, mwj on one worker at one thread gives the
 scaling. One JSON line per result, then a "ratio" line per model.
 
@@ -18,7 +19,7 @@ import os
 import statistics
 import sys
 
-from benchlib import BIN_DIR, HERE, TUNED_MALLOC, run_json
+from benchlib import BIN_DIR, HERE, run_json, tuned_env
 
 
 def main():
@@ -28,6 +29,7 @@ def main():
     p.add_argument("--models", default="cnn,cnn-pool")
     a = p.parse_args()
     bench = os.path.join(BIN_DIR, "bench_train")
+    tuned = tuned_env()  # malloc thresholds, and the OpenBLAS kernels mwj runs with
     for model in a.models.split(","):
         runs = {"mwj_2_workers": [], "mwj_1_worker": [], "ddp_malloc_default": [],
                 "ddp_malloc_tuned": []}
@@ -38,8 +40,7 @@ def main():
             for r in run_json([bench, "--model", model, "--threads", "1",
                                "--steps", str(a.steps)], {}, 900):
                 runs["mwj_1_worker"].append(r["samples_per_s"])
-            for label, env in (("ddp_malloc_default", {}),
-                               ("ddp_malloc_tuned", {"GLIBC_TUNABLES": TUNED_MALLOC})):
+            for label, env in (("ddp_malloc_default", {}), ("ddp_malloc_tuned", tuned)):
                 for r in run_json(["/usr/bin/python3", os.path.join(HERE, "torch_ddp.py"),
                                    "--model", model, "--steps", str(a.steps)], env, 900):
                     runs[label].append(r["global_samples_per_s"])

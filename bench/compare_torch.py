@@ -3,7 +3,8 @@
 same batch, same thread budget, on the same machine in the same run.
 
 PyTorch is measured at its defaults and at its best: with glibc malloc
-thresholds that stop it page-faulting every step, and, for two cores, with
+thresholds that stop it page-faulting every step and the OpenBLAS kernels
+mwj runs with (benchlib.tuned_env), and, for two cores, with
 every split of the cores between torch's own threads and OpenBLAS's (Debian's
 torch runs its dense layers in OpenBLAS). Every configuration runs --reps
 times, interleaved with mwj, and the median counts. One JSON line per result,
@@ -18,18 +19,20 @@ import os
 import statistics
 import sys
 
-from benchlib import BIN_DIR, HERE, TUNED_MALLOC, run_json
+from benchlib import BIN_DIR, HERE, run_json, tuned_env
 
 
-def torch_configs(threads):
+def torch_configs(threads, tuned):
     """(label, torch threads, OpenBLAS threads, extra env) to try."""
     splits = [(threads, threads)]
     if threads == 2:
         splits += [(1, 2), (2, 1)]
-    for malloc in ("default", "tuned"):
-        env = {"GLIBC_TUNABLES": TUNED_MALLOC} if malloc == "tuned" else {}
+    for name, env in (("default", {}), ("tuned", tuned)):
         for t, b in splits:
-            yield f"malloc={malloc} torch_threads={t} blas_threads={b}", t, b, env
+            label = f"malloc={name} torch_threads={t} blas_threads={b}"
+            if "OPENBLAS_CORETYPE" in env:
+                label += " blas_core=" + env["OPENBLAS_CORETYPE"]
+            yield label, t, b, env
 
 
 def main():
@@ -39,6 +42,7 @@ def main():
     p.add_argument("--models", default="cnn,cnn-pool")
     p.add_argument("--threads", default="1,2")
     a = p.parse_args()
+    tuned = tuned_env()
     for model in a.models.split(","):
         for threads in [int(t) for t in a.threads.split(",")]:
             mwj, torch = [], {}
@@ -46,7 +50,7 @@ def main():
                 mwj += run_json([os.path.join(BIN_DIR, "bench_train"), "--steps",
                                  str(a.steps), "--model", model, "--threads",
                                  str(threads)], {})
-                for label, t, b, env in torch_configs(threads):
+                for label, t, b, env in torch_configs(threads, tuned):
                     torch.setdefault(label, []).extend(run_json(
                         ["/usr/bin/python3", os.path.join(HERE, "torch_train.py"),
                          "--model", model, "--threads", str(t), "--blas-threads",

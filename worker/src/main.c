@@ -1,6 +1,7 @@
 /* main.c - mwj-worker: parse the command line, set up logging, run. */
 #include <stdio.h>
 
+#include "blas_cpu.h"
 #include "cli.h"
 #include "err.h"
 #include "evaluate.h"
@@ -28,7 +29,9 @@ int main(int argc, char **argv)
 	}
 	log_set_level(c.log_level);
 	log_set_format(c.log_format);
+	blas_cpu_check(argv);
 	cli_log_config(&c);
+	blas_cpu_log();
 	if (c.cmd == CLI_TRAIN) {
 		preempt_install();
 		rc = trainer_fit(&c.train, stdout, NULL, err);

@@ -25,8 +25,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cblas.h>
 #include <cjson/cJSON.h>
 
+#include "blas_cpu.h"
 #include "err.h"
 #include "model.h"
 #include "model_file.h"
@@ -551,6 +553,38 @@ static void test_log_format_comes_from_the_environment_unless_a_flag_overrides_i
 	testutil_assert_matches(lines[0], EVALUATE_LINE);
 }
 
+static void test_the_openblas_kernels_are_logged_and_a_fallback_corrected(void **state)
+{
+	struct fixture *fx = *state;
+	char env_dir[PATH_MAX + 16], want[160];
+	/* This test loads the same OpenBLAS as the worker: what it picked here
+	 * is what the worker's library picks before the correction. */
+	const char *picked = openblas_get_corename();
+	const char *better =
+	    getenv("OPENBLAS_CORETYPE") ? NULL : blas_cpu_better_core(picked, blas_cpu_features());
+
+	save_model(fx->dir);
+	snprintf(env_dir, sizeof(env_dir), "MWJ_MODEL_DIR=%s", fx->dir);
+	run_env(fx, (const char *const[]){env_dir, NULL}, TRAIN_SECONDS,
+	        (const char *const[]){"evaluate", "--threads", "1", "--data-dir",
+	                              testutil_data_dir(), NULL});
+	assert_status(fx, 0);
+	if (better)
+		snprintf(want, sizeof(want),
+		         "OpenBLAS kernels: %s (OpenBLAS picked %s for this CPU", better, picked);
+	else
+		snprintf(want, sizeof(want), "OpenBLAS kernels: %s", picked);
+	testutil_assert_contains(fx->err, want);
+
+	/* A kernel set the user names is kept, however slow. */
+	run_env(fx, (const char *const[]){env_dir, "OPENBLAS_CORETYPE=Prescott", NULL},
+	        TRAIN_SECONDS,
+	        (const char *const[]){"evaluate", "--threads", "1", "--data-dir",
+	                              testutil_data_dir(), NULL});
+	assert_status(fx, 0);
+	testutil_assert_contains(fx->err, "OpenBLAS kernels: Prescott (OPENBLAS_CORETYPE)");
+}
+
 static void test_evaluate_without_a_model_dir_is_a_usage_error(void **state)
 {
 	struct fixture *fx = *state;
@@ -620,6 +654,7 @@ int main(void)
 	    TEST(test_train_prints_keras_progress_and_saves_a_model_that_evaluates),
 	    TEST(test_json_log_format_prints_only_json_objects),
 	    TEST(test_log_format_comes_from_the_environment_unless_a_flag_overrides_it),
+	    TEST(test_the_openblas_kernels_are_logged_and_a_fallback_corrected),
 	    TEST(test_evaluate_without_a_model_dir_is_a_usage_error),
 	    TEST(test_evaluate_names_a_missing_model_file),
 	    TEST(test_evaluate_refuses_a_corrupt_model_file),
