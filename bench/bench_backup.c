@@ -30,6 +30,7 @@
 
 #include "backup.h"
 #include "bench_stats.h"
+#include "blas_cpu.h"
 #include "checkpoint.h"
 #include "err.h"
 #include "log.h"
@@ -229,6 +230,7 @@ int main(int argc, char **argv)
 		dir = tmpl;
 		made = 1;
 	}
+	blas_cpu_check(argv); /* train with the kernels mwj-worker uses */
 	log_set_level(LOG_ERROR);
 	struct backup_cost sgd = bench_io(dir, OPT_SGD, reps);
 	bench_io(dir, OPT_ADAM, reps);
