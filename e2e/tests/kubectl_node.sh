@@ -41,6 +41,15 @@ check "a pod whose process exits 0 becomes Succeeded" exits0
 check "kubectl logs reads its output; its host name is the pod's" \
 	bash -c "[ \"\$('$kubectl' logs ok)\" = 'hello from ok' ]"
 
+followed() {
+	local out
+	pod talker Never 'for i in 1 2 3; do echo "line $i"; sleep 0.5; done' | k apply -f - > /dev/null &&
+		k wait --for=jsonpath='{.status.phase}'=Running pod/talker --timeout=30s > /dev/null || return 1
+	out=$(timeout 20 "$kubectl" logs -f talker) || return 1
+	[ "$out" = "$(printf 'line 1\nline 2\nline 3')" ] && [ "$(k logs talker --tail=1)" = "line 3" ]
+}
+check "kubectl logs -f follows a running container to its end, and --tail cuts" followed
+
 exits3() {
 	pod three Never 'exit 3' | k apply -f - > /dev/null &&
 		phase_is three Failed &&
