@@ -399,6 +399,7 @@ class Node:
         self.log = log
         self.lock = threading.RLock()
         self.runs = {}      # (ns, name) -> PodRun
+        self.ran = set()    # uids of every pod started here
         self.ips = set()
         self.next_ip = 1
         self.dns_dirty = threading.Event()
@@ -490,7 +491,10 @@ class Node:
                     threading.Thread(target=self.delete_pod, daemon=True,
                                      args=(md["namespace"], md["name"], md["uid"])).start()
                 return
-            if run or phase in ("Succeeded", "Failed") or self.stopping:
+            # A pod runs once: an older event of a pod whose run has ended
+            # (the loop may lag behind the pod's thread) must not start it again.
+            if run or phase in ("Succeeded", "Failed") or md["uid"] in self.ran or \
+                    self.stopping:
                 self.dns_dirty.set()
                 return
             if not spec.get("nodeName"):
@@ -498,6 +502,7 @@ class Node:
                     return
             run = PodRun(self, pod, self.take_ip())
             self.runs[key] = run
+            self.ran.add(md["uid"])
             self.event(pod, "Normal", "Scheduled", "Successfully assigned %s/%s to %s"
                        % (key[0], key[1], NODE_NAME))
         run.thread.start()
