@@ -563,9 +563,7 @@ class Handler(BaseHTTPRequestHandler):
         def send(event_type, obj):
             if as_table and event_type in ("ADDED", "MODIFIED", "DELETED"):
                 obj = self.api.table(gv, plural, [obj], obj["metadata"]["resourceVersion"])
-            data = json.dumps({"type": event_type, "object": obj}).encode() + b"\n"
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-            self.wfile.flush()
+            self.send_chunk(json.dumps({"type": event_type, "object": obj}).encode() + b"\n")
 
         try:
             if rv_text in ("", "0"):
@@ -592,11 +590,15 @@ class Handler(BaseHTTPRequestHandler):
                     send("BOOKMARK", {"kind": "Bookmark", "apiVersion": gv,
                                       "metadata": {"resourceVersion": str(rv)}})
                     last_bookmark = time.monotonic()
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
+            self.send_chunk(b"")
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
             pass
         self.close_connection = True
+
+    def send_chunk(self, data):
+        """One chunk of a chunked response; b"" ends the response."""
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
 
     def node(self):
         if self.server.node is None:
@@ -610,40 +612,37 @@ class Handler(BaseHTTPRequestHandler):
         streams until the container ends."""
         path, alive = self.node().log_file(ns, name, arg(query, "container", None),
                                            arg(query, "previous", "false") == "true")
+        follow = arg(query, "follow", "false") == "true"
         with open(path, "rb") as f:
             data = f.read()
-        tail = arg(query, "tailLines", None)
-        if tail is not None:
-            lines = data.splitlines(keepends=True)
-            data = b"".join(lines[-int(tail):]) if int(tail) > 0 else b""
-        if arg(query, "follow", "false") != "true":
+            tail = arg(query, "tailLines", None)
+            if tail is not None:
+                lines = data.splitlines(keepends=True)
+                data = b"".join(lines[-int(tail):]) if int(tail) > 0 else b""
             self.send_response(200)
             self.send_header("Content-Type", "text/plain")
-            self.send_header("Content-Length", str(len(data)))
+            if not follow:
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
+            self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            self.wfile.write(data)
-            return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        try:
-            with open(path, "rb") as f:
-                f.seek(0, 2)
+            try:
+                # Go on reading the same file from where the first read
+                # ended, so that nothing written in between is lost.
                 while True:
                     if data:
-                        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-                        self.wfile.flush()
+                        self.send_chunk(data)
                     running = alive()
                     data = f.read()
                     if not data and not running:
                         break
                     if not data:
                         time.sleep(0.1)
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
-            pass
+                self.send_chunk(b"")
+            except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+                pass
         self.close_connection = True
 
     def pod_grace(self, pod, query):
@@ -662,13 +661,7 @@ class Handler(BaseHTTPRequestHandler):
         if grace <= 0 or not (pod.get("spec") or {}).get("nodeName"):
             return None
         md = pod["metadata"]
-        if md.get("deletionTimestamp"):
-            return pod  # already going; a shorter grace is the node's to apply
-        md["deletionTimestamp"] = (datetime.datetime.now(datetime.timezone.utc) +
-                                   datetime.timedelta(seconds=grace)).strftime(
-                                       "%Y-%m-%dT%H:%M:%SZ")
-        md["deletionGracePeriodSeconds"] = grace
-        return self.api.store.mark_deleting(md["namespace"], md["name"], md)
+        return self.api.store.mark_deleting(md["namespace"], md["name"], grace)
 
     def namespace_exists(self, ns):
         try:

@@ -46,7 +46,6 @@ operator creates, with local processes instead of containers.
 Standard library only.
 """
 import copy
-import datetime
 import os
 import re
 import shlex
@@ -69,6 +68,11 @@ HOST_IP = "127.0.0.1"
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 HOST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 BACKOFF_FIRST, BACKOFF_MAX = 1.0, 10.0
+
+
+def pod_dir(state, ns, name, uid):
+    """A pod's folder under the node's state folder: logs, hosts, volumes."""
+    return os.path.join(state, "pods", ns, "%s-%s" % (name, uid[:8]))
 
 
 def image_repository(image):
@@ -131,8 +135,14 @@ class Container:
         self.backoff = BACKOFF_FIRST
         self.finished = False  # terminated and not to be restarted
 
-    def status(self, image_id):
-        return {"name": self.name, "image": self.spec.get("image", ""), "imageID": image_id,
+    def back_off(self):
+        """Holds the next start back, each time twice as long (up to
+        BACKOFF_MAX), as the kubelet's CrashLoopBackOff does."""
+        self.next_start = time.monotonic() + self.backoff
+        self.backoff = min(2 * self.backoff, BACKOFF_MAX)
+
+    def status(self):
+        return {"name": self.name, "image": self.spec.get("image", ""), "imageID": "local",
                 "containerID": "local://%d" % self.proc.pid if self.proc else "",
                 "ready": self.ready, "started": "running" in self.state,
                 "restartCount": self.restarts, "state": copy.deepcopy(self.state),
@@ -149,7 +159,7 @@ class PodRun:
         self.ns, self.name, self.uid = md["namespace"], md["name"], md["uid"]
         self.pod = pod
         self.ip = ip
-        self.dir = os.path.join(node.state, "pods", self.ns, "%s-%s" % (self.name, self.uid[:8]))
+        self.dir = pod_dir(node.state, self.ns, self.name, self.uid)
         spec = pod.get("spec") or {}
         self.policy = spec.get("restartPolicy", "Always")
         self.inits = [Container(c, True) for c in spec.get("initContainers") or []]
@@ -161,7 +171,7 @@ class PodRun:
         self.stop_reason = None   # (reason, message): Failed with these
         self.thread = threading.Thread(target=self.run, daemon=True,
                                        name="pod-%s/%s" % (self.ns, self.name))
-        self.mounts = []
+        self.mounts = {}  # volume name -> host path, once node.volumes has run
         self.hostname = spec.get("hostname") or self.name
 
     # --- stopping ---
@@ -236,8 +246,8 @@ class PodRun:
                     self.write_status("Failed")
                     return False
                 self.write_status("Pending")
-                self.stop.wait(c.backoff)
-                c.backoff = min(2 * c.backoff, BACKOFF_MAX)
+                c.back_off()
+                self.stop.wait(c.next_start - time.monotonic())
         return True
 
     def supervise(self):
@@ -252,8 +262,7 @@ class PodRun:
                     if self.policy == "Never" or (self.policy == "OnFailure" and code == 0):
                         c.finished = True
                     else:
-                        c.next_start = time.monotonic() + c.backoff
-                        c.backoff = min(2 * c.backoff, BACKOFF_MAX)
+                        c.back_off()
                         c.last_state = c.state
                         c.state = {"waiting": {"reason": "CrashLoopBackOff", "message":
                                                "back-off restarting failed container %s"
@@ -282,8 +291,7 @@ class PodRun:
         except ImageError as e:
             c.proc = None
             c.state = {"waiting": {"reason": "ErrImagePull", "message": str(e)}}
-            c.next_start = time.monotonic() + c.backoff
-            c.backoff = min(2 * c.backoff, BACKOFF_MAX)
+            c.back_off()
             self.node.event(self.pod, "Warning", "Failed", str(e))
             return None
         except StartError as e:
@@ -296,8 +304,7 @@ class PodRun:
                 if self.policy == "Never":
                     c.finished = True
                 else:
-                    c.next_start = time.monotonic() + c.backoff
-                    c.backoff = min(2 * c.backoff, BACKOFF_MAX)
+                    c.back_off()
                     c.last_state, c.state = c.state, {"waiting": {
                         "reason": "CrashLoopBackOff", "message": str(e)}}
             self.node.event(self.pod, "Warning", "Failed", str(e))
@@ -338,9 +345,8 @@ class PodRun:
                     self.reap(c)
         if self.stop_gone:
             return
-        for c in self.containers:
+        for c in self.containers:  # every process is reaped: these never ran
             if "terminated" not in c.state:
-                c.last_state = c.state if "running" in c.state else c.last_state
                 c.state = {"terminated": {"exitCode": 137, "reason": "ContainerStatusUnknown",
                                           "message": "the container was never started",
                                           "startedAt": now(), "finishedAt": now()}}
@@ -353,8 +359,8 @@ class PodRun:
     # --- status ---
 
     def write_status(self, phase=None, reason=None):
-        inits = [c.status("local") for c in self.inits]
-        ctrs = [c.status("local") for c in self.containers]
+        inits = [c.status() for c in self.inits]
+        ctrs = [c.status() for c in self.containers]
         if phase is None:
             phase = "Running" if any("running" in c.state for c in self.containers) \
                 or all(c.finished for c in self.containers) else "Pending"
@@ -458,7 +464,7 @@ class Node:
         return int(rv)
 
     def handle(self, key, etype, obj):
-        if key in (SERVICES,):
+        if key == SERVICES:
             self.dns_dirty.set()
         elif key == PVCS and etype == "ADDED":
             self.bind_claim(obj)
@@ -923,10 +929,7 @@ class Node:
         self.update_status(ns, name, run.uid, disrupt)
         self.event(run.pod, "Warning" if reason == "Evicted" else "Normal", reason, message)
         if delete:
-            stamp = (datetime.datetime.now(datetime.timezone.utc) +
-                     datetime.timedelta(seconds=grace)).strftime("%Y-%m-%dT%H:%M:%SZ")
-            self.store.mark_deleting(ns, name, {"deletionTimestamp": stamp,
-                                                "deletionGracePeriodSeconds": grace})
+            self.store.mark_deleting(ns, name, grace)
         run.request_stop(grace, delete=delete, reason=(reason, message))
 
     def log_file(self, ns, name, container, previous):
@@ -940,7 +943,7 @@ class Node:
             raise ApiError(400, "BadRequest", "container %s is not valid for pod %s"
                            % (container, name))
         md = pod["metadata"]
-        logs = os.path.join(self.state, "pods", ns, "%s-%s" % (name, md["uid"][:8]), "logs")
+        logs = os.path.join(pod_dir(self.state, ns, name, md["uid"]), "logs")
         runs = sorted((int(f[len(container) + 1:-4]) for f in os.listdir(logs)
                        if re.fullmatch(re.escape(container) + r"-\d+\.log", f))
                       if os.path.isdir(logs) else [])

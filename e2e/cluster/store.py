@@ -33,8 +33,10 @@ class ApiError(Exception):
                 "message": self.message, "reason": self.reason, "code": self.code}
 
 
-def now():
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+def now(after=0):
+    """The time, or the time `after` seconds from now, as the API writes it."""
+    return (datetime.datetime.now(datetime.timezone.utc) +
+            datetime.timedelta(seconds=after)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def merge_patch(target, patch):
@@ -238,13 +240,20 @@ class Store:
             self._notify(key, "MODIFIED", new)
             return copy.deepcopy(new)
 
-    def mark_deleting(self, ns, name, md):
-        """Sets a pod's deletionTimestamp and grace period (md holds them):
-        a MODIFIED event, the pod stays until deleted for good."""
+    def mark_deleting(self, ns, name, grace):
+        """Marks a pod for graceful deletion: deletionTimestamp grace
+        seconds from now, and deletionGracePeriodSeconds, in a MODIFIED
+        event; the pod stays until deleted for good. A pod already marked
+        keeps its mark (a shorter grace is the node's to apply). Returns
+        the pod."""
         with self.lock:
-            obj = self.objects[("/v1/pods", ns, name)]
-            obj["metadata"]["deletionTimestamp"] = md["deletionTimestamp"]
-            obj["metadata"]["deletionGracePeriodSeconds"] = md["deletionGracePeriodSeconds"]
+            obj = self.objects.get(("/v1/pods", ns, name))
+            if obj is None:
+                raise ApiError(404, "NotFound", 'pods "%s" not found' % name)
+            if obj["metadata"].get("deletionTimestamp"):
+                return copy.deepcopy(obj)
+            obj["metadata"]["deletionTimestamp"] = now(grace)
+            obj["metadata"]["deletionGracePeriodSeconds"] = grace
             obj["metadata"]["resourceVersion"] = self._bump()
             self._notify("/v1/pods", "MODIFIED", obj)
             return copy.deepcopy(obj)
