@@ -41,6 +41,7 @@ struct backward_job {
 	float *dw, *din;
 	const float *dout, *in, *w;
 	int B, IN, OUT, mask, block;
+	float dw_beta; /* 1 if dw holds zeros: add to it without clearing it */
 	grad_ready_fn ready;
 	void *ctx;
 	size_t base;
@@ -63,7 +64,7 @@ static void backward_part(void *arg, int part, int parts)
 				                     j->in + (size_t)r * j->IN + c0, (size_t)nc);
 		}
 		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, j->OUT, nc, j->B, 1.0f,
-		            j->dout, j->OUT, j->in + c0, j->IN, 0.0f, j->dw + c0, j->IN);
+		            j->dout, j->OUT, j->in + c0, j->IN, j->dw_beta, j->dw + c0, j->IN);
 		if (j->ready) {
 			struct grad_slice s = {j->base + c0, (size_t)j->OUT, (size_t)nc,
 			                       (size_t)j->IN};
@@ -73,14 +74,27 @@ static void backward_part(void *arg, int part, int parts)
 }
 
 void dense_backward(float *dw, float *db, float *din, const float *dout, const float *in,
-                    const float *w, int B, int IN, int OUT, int mask_by_input, grad_ready_fn ready,
+                    const float *w, int B, int IN, int OUT, int flags, grad_ready_fn ready,
                     void *ctx, size_t base)
 {
 	size_t per_feature = sizeof(float) * (2 * (size_t)OUT + 2 * (size_t)B);
 	int block = (int)(BLOCK_BYTES / per_feature) & ~15;
 	struct backward_job j = {
-	    dw,    din, dout, in, w, B, IN, OUT, mask_by_input, block < 16 ? 16 : block,
-	    ready, ctx, base};
+	    .dw = dw,
+	    .din = din,
+	    .dout = dout,
+	    .in = in,
+	    .w = w,
+	    .B = B,
+	    .IN = IN,
+	    .OUT = OUT,
+	    .mask = (flags & DENSE_MASK_BY_INPUT) != 0,
+	    .block = block < 16 ? 16 : block,
+	    .dw_beta = (flags & DENSE_DW_ZEROED) ? 1.0f : 0.0f,
+	    .ready = ready,
+	    .ctx = ctx,
+	    .base = base,
+	};
 
 	if (2.0 * 2.0 * B * IN * OUT < PARALLEL_MIN_FLOPS)
 		backward_part(&j, 0, 1); /* two products, too small to share */

@@ -14,10 +14,20 @@
 void dense_forward(float *out, const float *in, const float *w, const float *b, int B, int IN,
                    int OUT);
 
+/* Flags of dense_backward. */
+enum {
+	/* din *= (in > 0): the backward pass of a ReLU whose output was this
+	 * layer's input, fused in while din is in cache. */
+	DENSE_MASK_BY_INPUT = 1,
+	/* dw holds zeros already (the optimizer cleared it as it consumed the
+	 * last step's gradients), so the product is added to it: OpenBLAS then
+	 * skips the pass that clears its output before every product, which
+	 * costs as much as a tenth of a training step. */
+	DENSE_DW_ZEROED = 2,
+};
+
 /* dw = dout^T @ in and db = sum over rows of dout (both overwritten); if din
- * is not NULL, din = dout @ w, and if mask_by_input is set also
- * din *= (in > 0): the backward pass of a ReLU whose output was this layer's
- * input, fused in while din is in cache.
+ * is not NULL, din = dout @ w, masked if flags has DENSE_MASK_BY_INPUT.
  *
  * The work runs in blocks of input features (columns of w): each block's
  * din, then dw, then ready(ctx, slice) while that block of w and dw is still
@@ -27,7 +37,7 @@ void dense_forward(float *out, const float *in, const float *w, const float *b, 
  * several compute threads at once. db is reported last, as one row at
  * base + OUT * IN. ready may be NULL. */
 void dense_backward(float *dw, float *db, float *din, const float *dout, const float *in,
-                    const float *w, int B, int IN, int OUT, int mask_by_input, grad_ready_fn ready,
+                    const float *w, int B, int IN, int OUT, int flags, grad_ready_fn ready,
                     void *ctx, size_t base);
 
 #endif

@@ -261,7 +261,9 @@ void model_backward(struct model *m, const float *x, int B, grad_ready_fn on_gra
 {
 	float *dout = m->dlogits;
 	int relu_done = 0; /* dout already has this layer's ReLU applied */
+	int zeroed = m->grads_zeroed ? DENSE_DW_ZEROED : 0;
 
+	m->grads_zeroed = 0;
 	for (int i = m->nlayers - 1; i >= 0; i--) {
 		struct layer *l = &m->layers[i];
 		const float *in = i > 0 ? m->layers[i - 1].out : x;
@@ -285,7 +287,8 @@ void model_backward(struct model *m, const float *x, int B, grad_ready_fn on_gra
 		case LAYER_DENSE:
 			/* Reports its slices itself, block by block. */
 			dense_backward(dw, db, din, dout, in, w, B, (int)l->in_len, l->out_c,
-			               absorb, on_grads, ctx, l->w_off);
+			               (absorb ? DENSE_MASK_BY_INPUT : 0) | zeroed, on_grads, ctx,
+			               l->w_off);
 			break;
 		}
 		if (on_grads && l->kind == LAYER_CONV2D) {

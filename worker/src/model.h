@@ -44,11 +44,12 @@ struct model {
 	int nlayers;
 	struct layer layers[MODEL_MAX_LAYERS];
 	size_t nparams, nacts;
-	float *params;  /* (nparams) */
-	float *grads;   /* (nparams) */
-	float *acts;    /* (nacts): outputs, scratch and the two gradient buffers */
-	float *dlogits; /* (max_batch, classes), view into acts */
-	float *dbuf[2]; /* ping-pong activation gradients, views into acts */
+	float *params;    /* (nparams) */
+	float *grads;     /* (nparams) */
+	int grads_zeroed; /* grads holds zeros: see model_backward */
+	float *acts;      /* (nacts): outputs, scratch and the two gradient buffers */
+	float *dlogits;   /* (max_batch, classes), view into acts */
+	float *dbuf[2];   /* ping-pong activation gradients, views into acts */
 };
 
 /* Model construction
@@ -70,7 +71,10 @@ void model_init_params(struct model *m, uint64_t seed);
 /* Training step pieces
  * model_forward: x (B, in_h, in_w, in_c) -> logits (B, classes), B <= max_batch.
  * model_backward: reads model->dlogits (B, classes), which the caller fills,
- * and overwrites model->grads with the gradients for the same x and B.
+ * and overwrites model->grads with the gradients for the same x and B. If
+ * grads_zeroed is set (the caller's promise that grads holds zeros, as the
+ * optimizer leaves it), the dense kernels' gradients are added to those
+ * zeros instead, which saves clearing them; the flag is cleared.
  * on_grads, if not NULL, is called with slices of grads as they become
  * final (grad_slice.h): layer by layer, last layer first, and within a dense
  * layer block by block. Slices of one layer may be reported from several

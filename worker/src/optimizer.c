@@ -48,34 +48,39 @@ void optimizer_release(struct optimizer *o)
 	o->state = NULL;
 }
 
+/* Each rule reads g once and leaves it zero (optimizer.h). */
 SIMD_CLONES
-static void sgd(float *restrict w, const float *restrict g, size_t n, float lr)
+static void sgd(float *restrict w, float *restrict g, size_t n, float lr)
 {
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		w[i] -= lr * g[i];
+		g[i] = 0.0f;
+	}
 }
 
 /* Keras: v = momentum * v - lr * g; w += v. */
 SIMD_CLONES
-static void sgd_momentum(float *restrict w, float *restrict v, const float *restrict g, size_t n,
+static void sgd_momentum(float *restrict w, float *restrict v, float *restrict g, size_t n,
                          float lr, float momentum)
 {
 	for (size_t i = 0; i < n; i++) {
 		v[i] = momentum * v[i] - lr * g[i];
 		w[i] += v[i];
+		g[i] = 0.0f;
 	}
 }
 
 /* Keras: m += (g - m)(1 - b1); v += (g^2 - v)(1 - b2);
  * w -= alpha * m / (sqrt(v) + eps), alpha = lr sqrt(1 - b2^t) / (1 - b1^t). */
 SIMD_CLONES
-static void adam(float *restrict w, float *restrict m, float *restrict v, const float *restrict g,
+static void adam(float *restrict w, float *restrict m, float *restrict v, float *restrict g,
                  size_t n, float alpha, float b1, float b2, float eps)
 {
 	for (size_t i = 0; i < n; i++) {
 		m[i] += (g[i] - m[i]) * (1.0f - b1);
 		v[i] += (g[i] * g[i] - v[i]) * (1.0f - b2);
 		w[i] -= alpha * m[i] / (sqrtf(v[i]) + eps);
+		g[i] = 0.0f;
 	}
 }
 
@@ -88,10 +93,10 @@ void optimizer_begin_step(struct optimizer *o)
 	}
 }
 
-void optimizer_apply(struct optimizer *o, float *params, const float *grads, size_t off, size_t len)
+void optimizer_apply(struct optimizer *o, float *params, float *grads, size_t off, size_t len)
 {
 	float *w = params + off;
-	const float *g = grads + off;
+	float *g = grads + off;
 
 	switch (o->kind) {
 	case OPT_SGD:
@@ -107,7 +112,7 @@ void optimizer_apply(struct optimizer *o, float *params, const float *grads, siz
 	}
 }
 
-void optimizer_apply_slice(struct optimizer *o, float *params, const float *grads,
+void optimizer_apply_slice(struct optimizer *o, float *params, float *grads,
                            const struct grad_slice *s)
 {
 	for (size_t r = 0; r < s->rows; r++)
@@ -117,7 +122,7 @@ void optimizer_apply_slice(struct optimizer *o, float *params, const float *grad
 struct step_job {
 	struct optimizer *o;
 	float *params;
-	const float *grads;
+	float *grads;
 };
 
 static void step_part(void *ctx, int part, int parts)
@@ -129,7 +134,7 @@ static void step_part(void *ctx, int part, int parts)
 	optimizer_apply(j->o, j->params, j->grads, lo, hi - lo);
 }
 
-void optimizer_step(struct optimizer *o, float *params, const float *grads)
+void optimizer_step(struct optimizer *o, float *params, float *grads)
 {
 	struct step_job j = {o, params, grads};
 

@@ -43,12 +43,15 @@ void optimizer_release(struct optimizer *o);
  * results on every worker, however the slices are cut. optimizer_apply runs
  * on the calling thread and may be called from several compute threads at
  * once for disjoint slices. optimizer_step does both over the whole buffer,
- * shared among the compute threads. */
+ * shared among the compute threads.
+ *
+ * Each update consumes its gradients: it leaves them zero, in the same pass
+ * that reads them, so that the next backward pass can add to them instead
+ * of clearing them first (model.h, grads_zeroed). */
 void optimizer_begin_step(struct optimizer *o);
-void optimizer_apply(struct optimizer *o, float *params, const float *grads, size_t off,
-                     size_t len);
-void optimizer_apply_slice(struct optimizer *o, float *params, const float *grads,
+void optimizer_apply(struct optimizer *o, float *params, float *grads, size_t off, size_t len);
+void optimizer_apply_slice(struct optimizer *o, float *params, float *grads,
                            const struct grad_slice *s);
-void optimizer_step(struct optimizer *o, float *params, const float *grads);
+void optimizer_step(struct optimizer *o, float *params, float *grads);
 
 #endif

@@ -36,7 +36,9 @@ int state_sync(struct comm *c, struct train_position *p, struct model *m, struct
 		if (have[i] > have[best])
 			best = i;
 	*from = best;
+	/* The gradient buffer is free between steps: it receives the params. */
 	float *params = rank == best ? m->params : m->grads;
+	m->grads_zeroed = 0;
 	if (state_len)
 		state = rank == best ? o->state : xcalloc(state_len, sizeof(float));
 	if (comm_broadcast(c, w, sizeof(w), best, err) < 0 ||

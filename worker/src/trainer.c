@@ -255,6 +255,7 @@ static int train_step(struct run *r, int batch, int *notices, char *err)
 		return TRAIN_LOST;
 	if (!alone)
 		optimizer_step(&r->opt, m->params, m->grads);
+	m->grads_zeroed = 1; /* every slice went through the optimizer */
 	/* Summed across workers, so every worker stops at the same step. */
 	if (!isfinite(step[0]))
 		return err_set(err, "loss is %f at step %llu; lower --learning-rate", step[0],

@@ -286,7 +286,7 @@ static void test_dense_input_mask_equals_a_separate_relu_backward(void **state)
 	fill_uniform(r, DB * DOUT, -1, 1, 22);
 	dense_backward(dw, db, plain, r, in, w, DB, DIN, DOUT, 0, NULL, NULL, 0);
 	relu_backward(plain, in, DB * DIN);
-	dense_backward(dw, db, fused, r, in, w, DB, DIN, DOUT, 1, NULL, NULL, 0);
+	dense_backward(dw, db, fused, r, in, w, DB, DIN, DOUT, DENSE_MASK_BY_INPUT, NULL, NULL, 0);
 	assert_memory_equal(plain, fused, sizeof(plain));
 }
 

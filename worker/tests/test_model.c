@@ -273,6 +273,39 @@ static void test_three_threads_compute_the_same_gradients_as_one(void **state)
 	model_free(m);
 }
 
+/* The optimizer leaves the gradients zero and says so (grads_zeroed); the
+ * dense layers then add to them instead of clearing them. The result equals
+ * overwriting them (a zero may differ in sign), on 1 and on 3 threads, and
+ * the flag is consumed. Without the flag, whatever is in the buffer is
+ * overwritten. */
+static void test_backward_onto_zeroed_gradients_equals_overwriting(void **state)
+{
+	char err[ERR_LEN];
+	struct model *m = model_new("cnn", 28, 28, 1, 10, 16, err);
+	float x[16 * 784], *want = malloc(m->nparams * sizeof(float));
+	(void)state;
+
+	model_init_params(m, 3);
+	fill_uniform(x, 16 * 784, 0, 1, 10);
+	for (int threads = 1; threads <= 3; threads += 2) {
+		assert_int_equal(parallel_init(threads, err), 0);
+		model_forward(m, x, 16);
+		fill_uniform(m->dlogits, 16 * 10, -1, 1, 11);
+		fill_uniform(m->grads, m->nparams, 5, 6, 12); /* stale: must be overwritten */
+		model_backward(m, x, 16, NULL, NULL);
+		memcpy(want, m->grads, m->nparams * sizeof(float));
+		memset(m->grads, 0, m->nparams * sizeof(float));
+		m->grads_zeroed = 1;
+		model_backward(m, x, 16, NULL, NULL);
+		assert_int_equal(m->grads_zeroed, 0);
+		for (size_t i = 0; i < m->nparams; i++)
+			assert_true(m->grads[i] == want[i]);
+		parallel_shutdown();
+	}
+	free(want);
+	model_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -283,6 +316,7 @@ int main(void)
 	    cmocka_unit_test(test_model_new_rejects_unknown_names_and_tiny_inputs),
 	    cmocka_unit_test(test_backward_reports_every_gradient_exactly_once),
 	    cmocka_unit_test(test_three_threads_compute_the_same_gradients_as_one),
+	    cmocka_unit_test(test_backward_onto_zeroed_gradients_equals_overwriting),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -83,8 +83,12 @@ static void fake_release(struct comm *c)
 	(void)c;
 }
 
-static const struct comm_ops FAKE_OPS = {"fake", fake_allreduce, fake_allreduce_f64, fake_broadcast,
-                                         fake_release};
+/* Never left or rejoined. */
+static const struct comm_ops FAKE_OPS = {.name = "fake",
+                                         .allreduce = fake_allreduce,
+                                         .allreduce_f64 = fake_allreduce_f64,
+                                         .broadcast = fake_broadcast,
+                                         .release = fake_release};
 
 static void mark_applied(size_t i, float *g)
 {
