@@ -31,6 +31,14 @@ static int core_level(const char *name)
 	return 0;
 }
 
+/* The kernel set OpenBLAS loaded, by the name OPENBLAS_CORETYPE takes. */
+static const char *loaded_core(void)
+{
+	const char *name = openblas_get_corename();
+
+	return name ? name : "unknown";
+}
+
 unsigned blas_cpu_features(void)
 {
 	unsigned f = 0;
@@ -61,8 +69,7 @@ const char *blas_cpu_better_core(const char *picked, unsigned features)
 
 void blas_cpu_check(char **argv)
 {
-	const char *picked = openblas_get_corename();
-	const char *better = NULL;
+	const char *picked = loaded_core(), *better;
 
 	if (getenv("OPENBLAS_CORETYPE"))
 		return;
@@ -72,32 +79,32 @@ void blas_cpu_check(char **argv)
 	/* The next run says what happened (blas_cpu_log), so that its log
 	 * reads as one program's. */
 	if (setenv("OPENBLAS_CORETYPE", better, 1) != 0 ||
-	    setenv(BLAS_CPU_FALLBACK_ENV, picked ? picked : "unknown", 1) != 0) {
+	    setenv(BLAS_CPU_FALLBACK_ENV, picked, 1) != 0) {
 		log_warn("setenv OPENBLAS_CORETYPE: %s; going on with OpenBLAS's %s kernels",
-		         strerror(errno), picked ? picked : "unknown");
+		         strerror(errno), picked);
 		return;
 	}
 	fflush(NULL);
 	execv("/proc/self/exe", argv);
 	log_warn("execute /proc/self/exe again: %s; going on with OpenBLAS's %s kernels",
-	         strerror(errno), picked ? picked : "unknown");
+	         strerror(errno), picked);
 	unsetenv("OPENBLAS_CORETYPE");
 	unsetenv(BLAS_CPU_FALLBACK_ENV);
 }
 
 void blas_cpu_log(void)
 {
-	const char *picked = openblas_get_corename();
+	const char *picked = loaded_core();
 	const char *fallback = getenv(BLAS_CPU_FALLBACK_ENV);
 
 	if (fallback) {
 		log_info(
 		    "OpenBLAS kernels: %s (OpenBLAS picked %s for this CPU, below what it runs; "
 		    "set OPENBLAS_CORETYPE to choose)",
-		    picked ? picked : "unknown", fallback);
+		    picked, fallback);
 		unsetenv(BLAS_CPU_FALLBACK_ENV); /* not for the processes this one starts */
 	} else {
-		log_info("OpenBLAS kernels: %s%s", picked ? picked : "unknown",
+		log_info("OpenBLAS kernels: %s%s", picked,
 		         getenv("OPENBLAS_CORETYPE") ? " (OPENBLAS_CORETYPE)" : "");
 	}
 }

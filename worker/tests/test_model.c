@@ -247,22 +247,41 @@ static void test_backward_reports_every_gradient_exactly_once(void **state)
 	expect_each_gradient_reported_once(3);
 }
 
+/* A cnn for batches of GB examples, and a batch x of them drawn from seed. */
+enum { GB = 16 };
+static struct model *cnn_and_batch(float x[GB * 784], uint64_t seed)
+{
+	char err[ERR_LEN];
+	struct model *m = model_new("cnn", 28, 28, 1, 10, GB, err);
+
+	assert_non_null(m);
+	model_init_params(m, 3);
+	fill_uniform(x, GB * 784, 0, 1, seed);
+	return m;
+}
+
+/* The forward pass of x, then a loss gradient drawn from seed, ready for
+ * model_backward. */
+static void forward_to_dlogits(struct model *m, const float *x, uint64_t seed)
+{
+	model_forward(m, x, GB);
+	fill_uniform(m->dlogits, GB * 10, -1, 1, seed);
+}
+
 /* The same step on 1 and on 3 compute threads: the products are split
  * differently, so results may differ in the last bits, but no more. */
 static void test_three_threads_compute_the_same_gradients_as_one(void **state)
 {
 	char err[ERR_LEN];
-	struct model *m = model_new("cnn", 28, 28, 1, 10, 16, err);
-	float x[16 * 784], *g1 = malloc(m->nparams * sizeof(float));
+	float x[GB * 784];
+	struct model *m = cnn_and_batch(x, 8);
+	float *g1 = malloc(m->nparams * sizeof(float));
 	(void)state;
 
-	model_init_params(m, 3);
-	fill_uniform(x, 16 * 784, 0, 1, 8);
 	for (int threads = 1; threads <= 3; threads += 2) {
 		assert_int_equal(parallel_init(threads, err), 0);
-		model_forward(m, x, 16);
-		fill_uniform(m->dlogits, 16 * 10, -1, 1, 9);
-		model_backward(m, x, 16, NULL, NULL);
+		forward_to_dlogits(m, x, 9);
+		model_backward(m, x, GB, NULL, NULL);
 		if (threads == 1)
 			memcpy(g1, m->grads, m->nparams * sizeof(float));
 		parallel_shutdown();
@@ -281,22 +300,20 @@ static void test_three_threads_compute_the_same_gradients_as_one(void **state)
 static void test_backward_onto_zeroed_gradients_equals_overwriting(void **state)
 {
 	char err[ERR_LEN];
-	struct model *m = model_new("cnn", 28, 28, 1, 10, 16, err);
-	float x[16 * 784], *want = malloc(m->nparams * sizeof(float));
+	float x[GB * 784];
+	struct model *m = cnn_and_batch(x, 10);
+	float *want = malloc(m->nparams * sizeof(float));
 	(void)state;
 
-	model_init_params(m, 3);
-	fill_uniform(x, 16 * 784, 0, 1, 10);
 	for (int threads = 1; threads <= 3; threads += 2) {
 		assert_int_equal(parallel_init(threads, err), 0);
-		model_forward(m, x, 16);
-		fill_uniform(m->dlogits, 16 * 10, -1, 1, 11);
+		forward_to_dlogits(m, x, 11);
 		fill_uniform(m->grads, m->nparams, 5, 6, 12); /* stale: must be overwritten */
-		model_backward(m, x, 16, NULL, NULL);
+		model_backward(m, x, GB, NULL, NULL);
 		memcpy(want, m->grads, m->nparams * sizeof(float));
 		memset(m->grads, 0, m->nparams * sizeof(float));
 		m->grads_zeroed = 1;
-		model_backward(m, x, 16, NULL, NULL);
+		model_backward(m, x, GB, NULL, NULL);
 		assert_int_equal(m->grads_zeroed, 0);
 		for (size_t i = 0; i < m->nparams; i++)
 			assert_true(m->grads[i] == want[i]);
