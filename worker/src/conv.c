@@ -7,6 +7,7 @@
 #include "activation.h"
 #include "gemm.h"
 #include "parallel.h"
+#include "simd.h"
 
 /* A short copy (one output row, 26 floats for 28x28 input) kept inline: a
  * memcpy call per row costs more than the copy itself, so GCC must not turn
@@ -82,6 +83,149 @@ static void col2im(float *restrict din, const float *restrict dcols, int b0, int
 	}
 }
 
+/* The direct path: one input channel, a 3x3 kernel and 32 filters, the
+ * first layer of both seed models. There im2col's product has K = 10, far
+ * too short for OpenBLAS to run well (it packs more than it multiplies),
+ * while a direct loop keeps the 9 x 32 weights in cache and reads each
+ * input pixel once. Measured on the cnn model at batch 64, the forward
+ * pass takes 0.41-0.55 ms against 0.69-0.76 ms for im2col and its product;
+ * the backward pass, 20 accumulators in registers, 0.67-0.76 ms against
+ * 0.63-0.69 ms, about the same, and it needs no cols. */
+enum { DK = 3, DTAPS = DK * DK, DOC = 32 };
+
+static int direct(int C, int KH, int KW, int OC)
+{
+	return C == 1 && KH == DK && KW == DK && OC == DOC;
+}
+
+/* out for examples [b0, b1): each pixel the bias, then the taps in order. */
+SIMD_CLONES
+static void direct_forward(float *restrict out, const float *restrict in, const float *restrict wb,
+                           int b0, int b1, int H, int W, int relu)
+{
+	int OH = H - DK + 1, OW = W - DK + 1;
+
+	for (int b = b0; b < b1; b++)
+		for (int oh = 0; oh < OH; oh++)
+			for (int ow = 0; ow < OW; ow++) {
+				const float *p = in + ((size_t)b * H + oh) * W + ow;
+				float *o = out + (((size_t)b * OH + oh) * OW + ow) * DOC;
+				float acc[DOC];
+				for (int c = 0; c < DOC; c++)
+					acc[c] = wb[DTAPS * DOC + c];
+				for (int kh = 0; kh < DK; kh++)
+					for (int kw = 0; kw < DK; kw++) {
+						float v = p[kh * W + kw];
+						const float *w = wb + (size_t)(kh * DK + kw) * DOC;
+						for (int c = 0; c < DOC; c++)
+							acc[c] += v * w[c];
+					}
+				for (int c = 0; c < DOC; c++)
+					o[c] = relu && !(acc[c] > 0.0f) ? 0.0f : acc[c];
+			}
+}
+
+/* The kernel and bias gradients over examples [b0, b1), pixel by pixel in
+ * order, into dwb (overwritten). */
+SIMD_CLONES
+static void direct_weight_grads(float *restrict dwb, const float *restrict in,
+                                const float *restrict dout, int b0, int b1, int H, int W)
+{
+	int OH = H - DK + 1, OW = W - DK + 1;
+	float acc[DTAPS + 1][DOC] = {{0}};
+
+	for (int b = b0; b < b1; b++)
+		for (int oh = 0; oh < OH; oh++)
+			for (int ow = 0; ow < OW; ow++) {
+				const float *p = in + ((size_t)b * H + oh) * W + ow;
+				const float *d = dout + (((size_t)b * OH + oh) * OW + ow) * DOC;
+				for (int kh = 0; kh < DK; kh++)
+					for (int kw = 0; kw < DK; kw++) {
+						float v = p[kh * W + kw];
+						for (int c = 0; c < DOC; c++)
+							acc[kh * DK + kw][c] += v * d[c];
+					}
+				for (int c = 0; c < DOC; c++)
+					acc[DTAPS][c] += d[c];
+			}
+	memcpy(dwb, acc, sizeof(acc));
+}
+
+/* din for examples [b0, b1): each input pixel gathers, tap by tap, the
+ * output gradients it contributed to. */
+SIMD_CLONES
+static void direct_input_grads(float *restrict din, const float *restrict dout,
+                               const float *restrict wb, int b0, int b1, int H, int W)
+{
+	int OH = H - DK + 1, OW = W - DK + 1;
+
+	for (int b = b0; b < b1; b++)
+		for (int y = 0; y < H; y++)
+			for (int x = 0; x < W; x++) {
+				float s = 0.0f;
+				for (int kh = 0; kh < DK; kh++)
+					for (int kw = 0; kw < DK; kw++) {
+						int oh = y - kh, ow = x - kw;
+						if (oh < 0 || oh >= OH || ow < 0 || ow >= OW)
+							continue;
+						const float *d =
+						    dout + (((size_t)b * OH + oh) * OW + ow) * DOC;
+						const float *w = wb + (size_t)(kh * DK + kw) * DOC;
+						for (int c = 0; c < DOC; c++)
+							s += d[c] * w[c];
+					}
+				din[((size_t)b * H + y) * W + x] = s;
+			}
+}
+
+/* Partial weight gradients of the parts of a direct backward pass but the
+ * first, summed in part order afterwards. */
+static float direct_partials[PARALLEL_MAX_THREADS][(DTAPS + 1) * DOC];
+
+struct direct_job {
+	float *out, *dwb, *din;
+	const float *in, *wb, *dout;
+	int B, H, W, relu;
+};
+
+static void direct_forward_part(void *ctx, int part, int parts)
+{
+	const struct direct_job *j = ctx;
+	size_t lo, hi;
+
+	parallel_range((size_t)j->B, part, parts, 1, &lo, &hi);
+	direct_forward(j->out, j->in, j->wb, (int)lo, (int)hi, j->H, j->W, j->relu);
+}
+
+static void direct_backward_part(void *ctx, int part, int parts)
+{
+	const struct direct_job *j = ctx;
+	size_t lo, hi;
+
+	parallel_range((size_t)j->B, part, parts, 1, &lo, &hi);
+	direct_weight_grads(part ? direct_partials[part] : j->dwb, j->in, j->dout, (int)lo, (int)hi,
+	                    j->H, j->W);
+	if (j->din)
+		direct_input_grads(j->din, j->dout, j->wb, (int)lo, (int)hi, j->H, j->W);
+}
+
+static void direct_backward(float *dwb, float *din, const float *dout, const float *in,
+                            const float *wb, int B, int H, int W)
+{
+	struct direct_job j = {
+	    .dwb = dwb, .din = din, .in = in, .wb = wb, .dout = dout, .B = B, .H = H, .W = W};
+	int parts = parallel_threads() < B ? parallel_threads() : B;
+
+	if (parts <= 1) {
+		direct_backward_part(&j, 0, 1);
+		return;
+	}
+	parallel_run(direct_backward_part, &j);
+	for (int p = 1; p < parallel_threads(); p++)
+		for (int i = 0; i < (DTAPS + 1) * DOC; i++)
+			dwb[i] += direct_partials[p][i];
+}
+
 /* Bytes of columns and outputs one block of examples may occupy in cache. */
 #define BLOCK_BYTES ((size_t)256 * 1024)
 
@@ -123,6 +267,12 @@ void conv_forward(float *out, float *cols, const float *in, const float *wb, int
 	struct forward_job j = {
 	    out, cols, in, wb, B, H, W, C, KH, KW, OC, relu, block < 1 ? 1 : block};
 
+	if (direct(C, KH, KW, OC)) {
+		struct direct_job d = {
+		    .out = out, .in = in, .wb = wb, .B = B, .H = H, .W = W, .relu = relu};
+		parallel_run(direct_forward_part, &d);
+		return;
+	}
 	parallel_run(forward_part, &j);
 }
 
@@ -141,11 +291,16 @@ static void col2im_part(void *ctx, int part, int parts)
 	col2im(j->din, j->dcols, (int)lo, (int)hi, j->B, j->H, j->W, j->C, j->KH, j->KW);
 }
 
-void conv_backward(float *dwb, float *din, float *dcols, const float *dout, const float *cols,
-                   const float *wb, int B, int H, int W, int C, int KH, int KW, int OC)
+void conv_backward(float *dwb, float *din, float *dcols, const float *dout, const float *in,
+                   const float *cols, const float *wb, int B, int H, int W, int C, int KH, int KW,
+                   int OC)
 {
 	int M = B * (H - KH + 1) * (W - KW + 1), K = KH * KW * C;
 
+	if (direct(C, KH, KW, OC)) {
+		direct_backward(dwb, din, dout, in, wb, B, H, W);
+		return;
+	}
 	gemm(0, 0, K + 1, OC, M, 1.0f, cols, M, dout, OC, 0.0f, dwb, OC);
 	if (!din)
 		return;

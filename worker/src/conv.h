@@ -1,5 +1,7 @@
 /* conv.h - 2-D convolution, NHWC, stride 1, no padding ("valid"), lowered to
- * one cblas_sgemm over the whole batch through im2col.
+ * one cblas_sgemm over the whole batch through im2col; or, for one input
+ * channel, a 3x3 kernel and 32 filters (the seed models' first layer),
+ * computed directly, without cols.
  *
  * Shapes: in (B, H, W, C); wb (KH*KW*C + 1, OC) is the kernel in Keras' HWIO
  * layout followed by the bias as one extra row; out (B, OH, OW, OC) with
@@ -28,8 +30,10 @@ void conv_forward(float *out, float *cols, const float *in, const float *wb, int
 /* dwb = cols @ dout, i.e. the kernel gradient followed by the bias gradient
  * (overwritten, not accumulated). If din is not NULL, din = col2im(w @
  * dout^T), with dcols as scratch; the first layer of a model passes NULL and
- * skips that work. */
-void conv_backward(float *dwb, float *din, float *dcols, const float *dout, const float *cols,
-                   const float *wb, int B, int H, int W, int C, int KH, int KW, int OC);
+ * skips that work. in is the forward pass's input, which the direct path
+ * reads instead of cols. */
+void conv_backward(float *dwb, float *din, float *dcols, const float *dout, const float *in,
+                   const float *cols, const float *wb, int B, int H, int W, int C, int KH, int KW,
+                   int OC);
 
 #endif

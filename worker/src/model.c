@@ -276,7 +276,7 @@ void model_backward(struct model *m, const float *x, int B, grad_ready_fn on_gra
 			relu_backward(dout, l->out, (size_t)B * l->out_len);
 		switch (l->kind) {
 		case LAYER_CONV2D:
-			conv_backward(dw, din, l->dcols, dout, l->cols, w, B, l->in_h, l->in_w,
+			conv_backward(dw, din, l->dcols, dout, in, l->cols, w, B, l->in_h, l->in_w,
 			              l->in_c, l->kh, l->kw, l->out_c);
 			break;
 		case LAYER_MAXPOOL2:

@@ -12,8 +12,10 @@
 #include "activation.h"
 #include "conv.h"
 #include "dense.h"
+#include "err.h"
 #include "gradcheck.h"
 #include "loss.h"
+#include "parallel.h"
 #include "pool.h"
 
 /* Conv: B=2, 5x6 input with 2 channels, 3x3 kernel, 3 filters, so that the
@@ -23,6 +25,34 @@ enum { CB = 2, CH = 5, CW = 6, CC = 2, CK = 3, COC = 3, COH = CH - CK + 1, COW =
 #define C_W    (CK * CK * CC * COC)
 #define C_OUT  (CB * COH * COW * COC)
 #define C_COLS ((CK * CK * CC + 1) * CB * COH * COW)
+
+/* One variable of a finite-difference check: its n elements at x, and
+ * where their numeric gradients go. */
+struct fd_var {
+	float *x;
+	double *num;
+	size_t n;
+};
+
+typedef double (*conv_loss_fn)(const float *in, const float *wb, const float *r);
+
+/* Central differences of loss(in, wb, r) for every element of every var
+ * (each x points into in or wb). */
+static void conv_numeric_grads(struct fd_var *vars, int nvars, conv_loss_fn loss, const float *in,
+                               const float *wb, const float *r)
+{
+	for (int v = 0; v < nvars; v++) {
+		for (size_t i = 0; i < vars[v].n; i++) {
+			float keep = vars[v].x[i];
+			vars[v].x[i] = keep + GRADCHECK_H;
+			double up = loss(in, wb, r);
+			vars[v].x[i] = keep - GRADCHECK_H;
+			double down = loss(in, wb, r);
+			vars[v].x[i] = keep;
+			vars[v].num[i] = (up - down) / (2.0 * GRADCHECK_H);
+		}
+	}
+}
 
 static double conv_loss(const float *in, const float *wb, const float *r)
 {
@@ -76,26 +106,104 @@ static void test_conv_gradients_match_finite_differences(void **state)
 	fill_uniform(wb, C_W + COC, -1, 1, 5);
 	fill_uniform(r, C_OUT, -1, 1, 7);
 	conv_forward(out, cols, in, wb, CB, CH, CW, CC, CK, CK, COC, 0);
-	conv_backward(dwb, din, dcols, r, cols, wb, CB, CH, CW, CC, CK, CK, COC);
-	struct {
-		float *x;
-		double *num;
-		size_t n;
-	} vars[] = {{w, num_w, C_W}, {b, num_b, COC}, {in, num_in, C_IN}};
-	for (int v = 0; v < 3; v++) {
-		for (size_t i = 0; i < vars[v].n; i++) {
-			float keep = vars[v].x[i];
-			vars[v].x[i] = keep + GRADCHECK_H;
-			double up = conv_loss(in, wb, r);
-			vars[v].x[i] = keep - GRADCHECK_H;
-			double down = conv_loss(in, wb, r);
-			vars[v].x[i] = keep;
-			vars[v].num[i] = (up - down) / (2.0 * GRADCHECK_H);
-		}
-	}
+	conv_backward(dwb, din, dcols, r, in, cols, wb, CB, CH, CW, CC, CK, CK, COC);
+	struct fd_var vars[] = {{w, num_w, C_W}, {b, num_b, COC}, {in, num_in, C_IN}};
+	conv_numeric_grads(vars, 3, conv_loss, in, wb, r);
 	assert_int_equal(grad_mismatches("conv dw", dw, num_w, C_W), 0);
 	assert_int_equal(grad_mismatches("conv db", db, num_b, COC), 0);
 	assert_int_equal(grad_mismatches("conv din", din, num_in, C_IN), 0);
+}
+
+/* Conv on the direct path (conv.h): one channel, 3x3, 32 filters; B=4,
+ * 5x6 input. */
+enum { XB = 4, XH = 5, XW = 6, XOC = 32, XOH = XH - 2, XOW = XW - 2 };
+#define X_IN   (XB * XH * XW)
+#define X_W    (9 * XOC)
+#define X_OUT  (XB * XOH * XOW * XOC)
+#define X_COLS (10 * XB * XOH * XOW)
+
+static double direct_loss(const float *in, const float *wb, const float *r)
+{
+	static float out[X_OUT], cols[X_COLS];
+
+	conv_forward(out, cols, in, wb, XB, XH, XW, 1, 3, 3, XOC, 0);
+	return dot_d(out, r, X_OUT);
+}
+
+/* Random in, wb and output gradient r from seed, then one forward and
+ * backward pass on the direct path. */
+static void direct_pass(float *in, float *wb, float *r, float *out, float *cols, float *dwb,
+                        float *din, uint64_t seed)
+{
+	fill_uniform(in, X_IN, -1, 1, seed);
+	fill_uniform(wb, X_W + XOC, -1, 1, seed + 1);
+	fill_uniform(r, X_OUT, -1, 1, seed + 2);
+	conv_forward(out, cols, in, wb, XB, XH, XW, 1, 3, 3, XOC, 0);
+	conv_backward(dwb, din, NULL, r, in, cols, wb, XB, XH, XW, 1, 3, 3, XOC);
+}
+
+static void test_direct_conv_forward_matches_definition_and_fuses_relu(void **state)
+{
+	static float in[X_IN], wb[X_W + XOC], out[X_OUT], relu[X_OUT], cols[X_COLS];
+	(void)state;
+
+	fill_uniform(in, X_IN, -1, 1, 31);
+	fill_uniform(wb, X_W + XOC, -1, 1, 32);
+	conv_forward(out, cols, in, wb, XB, XH, XW, 1, 3, 3, XOC, 0);
+	conv_forward(relu, cols, in, wb, XB, XH, XW, 1, 3, 3, XOC, 1);
+	for (int n = 0; n < XB; n++)
+		for (int oh = 0; oh < XOH; oh++)
+			for (int ow = 0; ow < XOW; ow++)
+				for (int o = 0; o < XOC; o++) {
+					double s = wb[X_W + o];
+					for (int kh = 0; kh < 3; kh++)
+						for (int kw = 0; kw < 3; kw++)
+							s += (double)in[(n * XH + oh + kh) * XW +
+							                ow + kw] *
+							     wb[(kh * 3 + kw) * XOC + o];
+					size_t at = ((size_t)(n * XOH + oh) * XOW + ow) * XOC + o;
+					assert_float_equal(out[at], s, 1e-5);
+					assert_true(relu[at] == (out[at] > 0.0f ? out[at] : 0.0f));
+				}
+}
+
+static void test_direct_conv_gradients_match_finite_differences(void **state)
+{
+	static float in[X_IN], wb[X_W + XOC], r[X_OUT], out[X_OUT], cols[X_COLS];
+	static float dwb[X_W + XOC], din[X_IN];
+	static double num_wb[X_W + XOC], num_in[X_IN];
+	(void)state;
+
+	direct_pass(in, wb, r, out, cols, dwb, din, 34);
+	struct fd_var vars[] = {{wb, num_wb, X_W + XOC}, {in, num_in, X_IN}};
+	conv_numeric_grads(vars, 2, direct_loss, in, wb, r);
+	assert_int_equal(grad_mismatches("direct conv dw and db", dwb, num_wb, X_W + XOC), 0);
+	assert_int_equal(grad_mismatches("direct conv din", din, num_in, X_IN), 0);
+}
+
+/* Over 3 compute threads each thread sums its examples and the partial sums
+ * are added in thread order: the same up to rounding as on one thread, and
+ * the same bits on every run; the input gradient, per example, is exact. */
+static void test_direct_conv_backward_on_three_threads(void **state)
+{
+	static float in[X_IN], wb[X_W + XOC], r[X_OUT], out[X_OUT], cols[X_COLS];
+	static float dwb1[X_W + XOC], din1[X_IN], dwb3[X_W + XOC], din3[X_IN], again[X_W + XOC];
+	char err[ERR_LEN];
+	(void)state;
+
+	direct_pass(in, wb, r, out, cols, dwb1, din1, 41);
+	assert_int_equal(parallel_init(3, err), 0);
+	float *fwd3 = malloc(sizeof(out));
+	conv_forward(fwd3, cols, in, wb, XB, XH, XW, 1, 3, 3, XOC, 0);
+	assert_memory_equal(fwd3, out, sizeof(out));
+	conv_backward(dwb3, din3, NULL, r, in, cols, wb, XB, XH, XW, 1, 3, 3, XOC);
+	conv_backward(again, din3, NULL, r, in, cols, wb, XB, XH, XW, 1, 3, 3, XOC);
+	parallel_shutdown();
+	free(fwd3);
+	assert_memory_equal(din3, din1, sizeof(din1));
+	assert_memory_equal(again, dwb3, sizeof(dwb3));
+	for (int i = 0; i < X_W + XOC; i++)
+		assert_float_equal(dwb3[i], dwb1[i], 1e-5);
 }
 
 /* Dense: B=3, 7 -> 4. */
@@ -323,6 +431,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_conv_forward_matches_direct_convolution),
 	    cmocka_unit_test(test_conv_gradients_match_finite_differences),
+	    cmocka_unit_test(test_direct_conv_forward_matches_definition_and_fuses_relu),
+	    cmocka_unit_test(test_direct_conv_gradients_match_finite_differences),
+	    cmocka_unit_test(test_direct_conv_backward_on_three_threads),
 	    cmocka_unit_test(test_dense_gradients_match_finite_differences),
 	    cmocka_unit_test(test_relu_gradient_matches_finite_differences),
 	    cmocka_unit_test(test_maxpool_gradient_matches_finite_differences),
