@@ -91,12 +91,7 @@ static void col2im(float *restrict din, const float *restrict dcols, int b0, int
  * pass takes 0.41-0.55 ms against 0.69-0.76 ms for im2col and its product;
  * the backward pass, 20 accumulators in registers, 0.67-0.76 ms against
  * 0.63-0.69 ms, about the same, and it needs no cols. */
-enum { DK = 3, DTAPS = DK * DK, DOC = 32 };
-
-static int direct(int C, int KH, int KW, int OC)
-{
-	return C == 1 && KH == DK && KW == DK && OC == DOC;
-}
+enum { DK = 3, DTAPS = DK * DK, DOC = 32 }; /* as conv_is_direct says */
 
 /* out for examples [b0, b1): each pixel the bias, then the taps in order. */
 SIMD_CLONES
@@ -214,9 +209,7 @@ static void direct_backward(float *dwb, float *din, const float *dout, const flo
 {
 	struct direct_job j = {
 	    .dwb = dwb, .din = din, .in = in, .wb = wb, .dout = dout, .B = B, .H = H, .W = W};
-	int parts = parallel_threads() < B ? parallel_threads() : B;
-
-	if (parts <= 1) {
+	if (parallel_threads() == 1 || B <= 1) {
 		direct_backward_part(&j, 0, 1);
 		return;
 	}
@@ -261,18 +254,18 @@ static void forward_part(void *ctx, int part, int parts)
 void conv_forward(float *out, float *cols, const float *in, const float *wb, int B, int H, int W,
                   int C, int KH, int KW, int OC, int relu)
 {
+	if (conv_is_direct(C, KH, KW, OC)) {
+		struct direct_job d = {
+		    .out = out, .in = in, .wb = wb, .B = B, .H = H, .W = W, .relu = relu};
+		parallel_run(direct_forward_part, &d);
+		return;
+	}
 	int P = (H - KH + 1) * (W - KW + 1);
 	size_t per_example = sizeof(float) * (size_t)P * (KH * KW * C + 1 + OC);
 	int block = (int)(BLOCK_BYTES / per_example);
 	struct forward_job j = {
 	    out, cols, in, wb, B, H, W, C, KH, KW, OC, relu, block < 1 ? 1 : block};
 
-	if (direct(C, KH, KW, OC)) {
-		struct direct_job d = {
-		    .out = out, .in = in, .wb = wb, .B = B, .H = H, .W = W, .relu = relu};
-		parallel_run(direct_forward_part, &d);
-		return;
-	}
 	parallel_run(forward_part, &j);
 }
 
@@ -295,12 +288,11 @@ void conv_backward(float *dwb, float *din, float *dcols, const float *dout, cons
                    const float *cols, const float *wb, int B, int H, int W, int C, int KH, int KW,
                    int OC)
 {
-	int M = B * (H - KH + 1) * (W - KW + 1), K = KH * KW * C;
-
-	if (direct(C, KH, KW, OC)) {
+	if (conv_is_direct(C, KH, KW, OC)) {
 		direct_backward(dwb, din, dout, in, wb, B, H, W);
 		return;
 	}
+	int M = B * (H - KH + 1) * (W - KW + 1), K = KH * KW * C;
 	gemm(0, 0, K + 1, OC, M, 1.0f, cols, M, dout, OC, 0.0f, dwb, OC);
 	if (!din)
 		return;

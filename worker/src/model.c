@@ -115,8 +115,8 @@ static size_t carve_acts(struct model *m, float *base)
 		l->out = base ? base + off : NULL;
 		off += B * l->out_len;
 		if (l->kind == LAYER_CONV2D) {
-			size_t cols =
-			    (size_t)conv_cols_len((int)B, l->in_h, l->in_w, l->in_c, l->kh, l->kw);
+			size_t cols = (size_t)conv_cols_len((int)B, l->in_h, l->in_w, l->in_c,
+			                                    l->kh, l->kw, l->out_c);
 			l->cols = base ? base + off : NULL;
 			off += cols;
 			l->dcols = NULL;

@@ -68,7 +68,7 @@ static void test_conv_forward_matches_direct_convolution(void **state)
 	const float *w = wb, *b = wb + C_W;
 	(void)state;
 
-	assert_int_equal(conv_cols_len(CB, CH, CW, CC, CK, CK), C_COLS);
+	assert_int_equal(conv_cols_len(CB, CH, CW, CC, CK, CK, COC), C_COLS);
 	fill_uniform(in, C_IN, -1, 1, 1);
 	fill_uniform(wb, C_W + COC, -1, 1, 2);
 	conv_forward(out, cols, in, wb, CB, CH, CW, CC, CK, CK, COC, 0);
@@ -147,6 +147,7 @@ static void test_direct_conv_forward_matches_definition_and_fuses_relu(void **st
 	static float in[X_IN], wb[X_W + XOC], out[X_OUT], relu[X_OUT], cols[X_COLS];
 	(void)state;
 
+	assert_int_equal(conv_cols_len(XB, XH, XW, 1, 3, 3, XOC), 0);
 	fill_uniform(in, X_IN, -1, 1, 31);
 	fill_uniform(wb, X_W + XOC, -1, 1, 32);
 	conv_forward(out, cols, in, wb, XB, XH, XW, 1, 3, 3, XOC, 0);
