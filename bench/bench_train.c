@@ -11,10 +11,18 @@
  * per worker, as N mwj-worker pods would; the line gives the global
  * samples/s (all workers' examples).
  *
+ * With --independent as well, the N processes start together but each
+ * trains alone (a world of one, no communication at all): the most that N
+ * workers sharing this machine could reach if the all-reduce cost nothing.
+ * Each reports its timed epoch through a pipe, and the slowest one counts,
+ * as the slowest worker decides a synchronous step; the line has
+ * "config":"independent".
+ *
  * Like mwj-worker, it first makes sure OpenBLAS runs kernels this CPU can
  * run at full width (blas_cpu.h); each line names the kernel set.
  *
  * usage: bench_train [--steps N] [--model NAME] [--threads N] [--workers N]
+ *                    [--independent]
  */
 #include <arpa/inet.h>
 #include <cblas.h>
@@ -151,9 +159,18 @@ static void free_ports(int *ports, int n)
 		close(fds[i]);
 }
 
-/* One worker process of a data-parallel run. */
-static int worker_main(const char *model, int threads, int workers, int rank, const int *ports,
-                       long steps, int batch)
+/* A run of several processes: data-parallel workers over loopback (ports
+ * set), or workers that each train alone (ports NULL) and write the seconds
+ * of their timed epoch to fd. */
+struct spawn {
+	const char *model;
+	int threads, workers, batch;
+	long steps;
+	const int *ports;
+	int fd;
+};
+
+static int child_main(const struct spawn *s, int rank)
 {
 	char err[ERR_LEN];
 	struct tf_config tc = {0};
@@ -161,42 +178,87 @@ static int worker_main(const char *model, int threads, int workers, int rank, co
 	struct train_result r;
 	FILE *devnull = fopen("/dev/null", "w");
 
-	if (tf_config_loopback(&tc, ports, workers, rank, err) < 0)
-		die("%s", err);
-	fill_config(&c, model, threads, steps, batch);
-	c.cluster = &tc;
-
+	fill_config(&c, s->model, s->threads, s->steps, s->batch);
+	if (s->ports) {
+		if (tf_config_loopback(&tc, s->ports, s->workers, rank, err) < 0)
+			die("%s", err);
+		c.cluster = &tc;
+	}
 	if (trainer_fit(&c, devnull, &r, err) < 0) {
-		fprintf(stderr, "bench_train: rank %d: %s\n", rank, err);
+		fprintf(stderr, "bench_train: worker %d: %s\n", rank, err);
 		return 1;
 	}
-	if (rank == 0)
-		print_result(model, threads, workers, steps, batch, &r);
-	tf_config_release(&tc);
 	fclose(devnull);
+	tf_config_release(&tc);
+	if (!s->ports)
+		return write(s->fd, &r.seconds, sizeof(r.seconds)) == (ssize_t)sizeof(r.seconds)
+		           ? 0
+		           : 1;
+	if (rank == 0)
+		print_result(s->model, s->threads, s->workers, s->steps, s->batch, &r);
 	return 0;
+}
+
+/* Forks the run's processes and waits for them all; -1 if any failed. */
+static int spawn_run(const struct spawn *s)
+{
+	pid_t pids[MAX_WORKERS];
+	int failed = 0;
+
+	fflush(stdout);
+	for (int i = 0; i < s->workers; i++) {
+		pids[i] = fork();
+		if (pids[i] < 0)
+			die("fork failed");
+		if (pids[i] == 0)
+			_exit(child_main(s, i));
+	}
+	if (s->fd >= 0 && !s->ports)
+		close(s->fd); /* the parent's copy of the write end: EOF once all are done */
+	for (int i = 0; i < s->workers; i++) {
+		int status;
+		if (waitpid(pids[i], &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
+			failed = 1;
+	}
+	return failed ? -1 : 0;
 }
 
 static int bench_workers(const char *model, int threads, int workers, long steps, int batch)
 {
-	int ports[MAX_WORKERS], failed = 0;
-	pid_t pids[MAX_WORKERS];
+	int ports[MAX_WORKERS];
+	struct spawn s = {model, threads, workers, batch, steps, ports, -1};
 
 	free_ports(ports, workers);
+	return spawn_run(&s);
+}
+
+static int bench_independent(const char *model, int threads, int workers, long steps, int batch)
+{
+	int fds[2];
+	double slowest = 0.0, seconds;
+
+	if (pipe(fds) < 0)
+		die("pipe failed");
+	struct spawn s = {model, threads, workers, batch, steps, NULL, fds[1]};
+	int rc = spawn_run(&s);
+	/* Each child wrote one double, far below PIPE_BUF: reads never split. */
+	for (int i = 0; rc == 0 && i < workers; i++) {
+		if (read(fds[0], &seconds, sizeof(seconds)) != (ssize_t)sizeof(seconds))
+			rc = -1;
+		else if (seconds > slowest)
+			slowest = seconds;
+	}
+	close(fds[0]);
+	if (rc < 0 || slowest <= 0.0)
+		return -1;
+	printf("{\"bench\":\"train\",\"impl\":\"mwj\",\"model\":\"%s\",\"workers\":%d,"
+	       "\"config\":\"independent\",\"batch_per_worker\":%d,\"threads_per_worker\":%d,"
+	       "\"optimizer\":\"sgd\",\"steps\":%ld,\"global_samples_per_s\":%.1f,"
+	       "\"ms_per_step\":%.3f,\"blas_core\":\"%s\"}\n",
+	       model, workers, batch, threads, steps, (double)batch * workers * steps / slowest,
+	       slowest * 1e3 / (double)steps, openblas_get_corename());
 	fflush(stdout);
-	for (int r = 0; r < workers; r++) {
-		pids[r] = fork();
-		if (pids[r] < 0)
-			die("fork failed");
-		if (pids[r] == 0)
-			_exit(worker_main(model, threads, workers, r, ports, steps, batch));
-	}
-	for (int r = 0; r < workers; r++) {
-		int status;
-		if (waitpid(pids[r], &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
-			failed = 1;
-	}
-	return failed ? -1 : 0;
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -205,7 +267,7 @@ int main(int argc, char **argv)
 	char err[ERR_LEN];
 	int64_t v;
 	const char *models[] = {"cnn", "cnn-pool"}, *only_model = NULL;
-	int threads[] = {1, 2}, only_threads = 0, workers = 1;
+	int threads[] = {1, 2}, only_threads = 0, workers = 1, independent = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc) {
@@ -226,12 +288,18 @@ int main(int argc, char **argv)
 				fprintf(stderr, "bench_train: --workers: %s\n", err);
 				return 1;
 			}
+		} else if (strcmp(argv[i], "--independent") == 0) {
+			independent = 1;
 		} else {
 			fprintf(stderr,
 			        "usage: bench_train [--steps N] [--model NAME] [--threads N] "
-			        "[--workers N]\n");
+			        "[--workers N] [--independent]\n");
 			return 1;
 		}
+	}
+	if (independent && workers < 2) {
+		fprintf(stderr, "bench_train: --independent needs --workers 2 or more\n");
+		return 1;
 	}
 	/* The kernels mwj-worker would run with (blas_cpu.h). */
 	blas_cpu_check(argv);
@@ -242,9 +310,13 @@ int main(int argc, char **argv)
 		for (size_t ti = 0; ti < 2; ti++) {
 			if (only_threads && only_threads != threads[ti])
 				continue;
-			int rc = workers > 1
-			             ? bench_workers(models[mi], threads[ti], workers, steps, 64)
-			             : bench_one(models[mi], threads[ti], steps, 64);
+			int rc;
+			if (independent)
+				rc = bench_independent(models[mi], threads[ti], workers, steps, 64);
+			else if (workers > 1)
+				rc = bench_workers(models[mi], threads[ti], workers, steps, 64);
+			else
+				rc = bench_one(models[mi], threads[ti], steps, 64);
 			if (rc < 0)
 				return 1;
 		}

@@ -4,12 +4,16 @@ DDP with the gloo backend, same model, same per-worker batch (64), one
 thread per worker, both over TCP on 127.0.0.1, in the same run.
 
 mwj is bench_train --workers 2 (two processes, each with its own TF_CONFIG,
-gradients summed by the ring all-reduce behind the backward pass); PyTorch
+gradients summed by the ring all-reduce behind the backward pass). Beside it,
+bench_train --workers 2 --independent: the same two processes sharing the
+machine, each training alone with no communication at all, which is the
+most any data-parallel implementation could reach here. PyTorch
 is torch_ddp.py, at its defaults and at its best: with the malloc
 thresholds that stop it page-faulting every step and the OpenBLAS kernels
 mwj runs with (benchlib.tuned_env). Each runs --reps times, interleaved,
 and the medians count. Alongside, mwj on one worker at one thread gives the
-scaling. One JSON line per result, then a "ratio" line per model.
+scaling. One JSON line per result, then a "ratio" line per model, which also
+says how far each side is from that no-communication ceiling.
 
 usage: compare_ddp.py [--reps N] [--steps N] [--models cnn,cnn-pool]
 """
@@ -31,12 +35,15 @@ def main():
     bench = os.path.join(BIN_DIR, "bench_train")
     tuned = tuned_env()  # malloc thresholds, and the OpenBLAS kernels mwj runs with
     for model in a.models.split(","):
-        runs = {"mwj_2_workers": [], "mwj_1_worker": [], "ddp_malloc_default": [],
-                "ddp_malloc_tuned": []}
+        runs = {"mwj_2_workers": [], "mwj_1_worker": [], "no_comm_2_independent": [],
+                "ddp_malloc_default": [], "ddp_malloc_tuned": []}
+        two = [bench, "--model", model, "--threads", "1", "--workers", "2",
+               "--steps", str(a.steps)]
         for _ in range(a.reps):
-            for r in run_json([bench, "--model", model, "--threads", "1", "--workers", "2",
-                               "--steps", str(a.steps)], {}, 900):
+            for r in run_json(two, {}, 900):
                 runs["mwj_2_workers"].append(r["global_samples_per_s"])
+            for r in run_json(two + ["--independent"], {}, 900):
+                runs["no_comm_2_independent"].append(r["global_samples_per_s"])
             for r in run_json([bench, "--model", model, "--threads", "1",
                                "--steps", str(a.steps)], {}, 900):
                 runs["mwj_1_worker"].append(r["samples_per_s"])
@@ -52,6 +59,7 @@ def main():
                               "global_samples_per_s_median": med[k],
                               "global_samples_per_s_all": v}))
         best = max(med["ddp_malloc_default"], med["ddp_malloc_tuned"])
+        ceiling = med["no_comm_2_independent"]
         print(json.dumps({"bench": "ratio", "what": "mwj 2 workers / PyTorch DDP gloo 2 workers",
                           "model": model, "mwj_global_samples_per_s": med["mwj_2_workers"],
                           "ddp_best_global_samples_per_s": best,
@@ -59,7 +67,11 @@ def main():
                           "ratio_vs_ddp_tuned": round(med["mwj_2_workers"] /
                                                       med["ddp_malloc_tuned"], 3),
                           "scaling_2_workers_over_1": round(med["mwj_2_workers"] /
-                                                            med["mwj_1_worker"], 3)}))
+                                                            med["mwj_1_worker"], 3),
+                          "no_comm_ceiling_global_samples_per_s": ceiling,
+                          "mwj_share_of_ceiling": round(med["mwj_2_workers"] / ceiling, 3),
+                          "ddp_best_share_of_ceiling": round(best / ceiling, 3),
+                          "ceiling_over_ddp_best": round(ceiling / best, 3)}))
         sys.stdout.flush()
 
 
