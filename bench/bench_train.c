@@ -93,8 +93,10 @@ static void fill_config(struct train_config *c, const char *model, int threads, 
 	         data && data[0] ? data : "/usr/share/datasets/fashion-mnist");
 }
 
-static void print_result(const char *model, int threads, int workers, long steps, int batch,
-                         const struct train_result *r)
+/* Prints one result line. With workers > 1 it is the global rate of a run
+ * of several processes; independent marks --independent's runs. */
+static void print_result(const char *model, int threads, int workers, int independent, long steps,
+                         int batch, const struct train_result *r)
 {
 	char err[ERR_LEN];
 	struct model *m = model_new(model, 28, 28, 1, 10, batch, err);
@@ -103,12 +105,13 @@ static void print_result(const char *model, int threads, int workers, long steps
 
 	model_free(m);
 	if (workers > 1) {
-		printf("{\"bench\":\"train\",\"impl\":\"mwj\",\"model\":\"%s\",\"workers\":%d,"
+		printf("{\"bench\":\"train\",\"impl\":\"mwj\",\"model\":\"%s\",\"workers\":%d,%s"
 		       "\"batch_per_worker\":%d,\"threads_per_worker\":%d,\"optimizer\":\"sgd\","
 		       "\"steps\":%ld,\"global_samples_per_s\":%.1f,\"ms_per_step\":%.3f,"
 		       "\"blas_core\":\"%s\"}\n",
-		       model, workers, batch, threads, steps,
-		       (double)batch * workers * steps / r->seconds, ms, openblas_get_corename());
+		       model, workers, independent ? "\"config\":\"independent\"," : "", batch,
+		       threads, steps, (double)batch * workers * steps / r->seconds, ms,
+		       openblas_get_corename());
 		fflush(stdout);
 		return;
 	}
@@ -135,7 +138,7 @@ static int bench_one(const char *model, int threads, long steps, int batch)
 		return -1;
 	}
 	fclose(devnull);
-	print_result(model, threads, 1, steps, batch, &r);
+	print_result(model, threads, 1, 0, steps, batch, &r);
 	return 0;
 }
 
@@ -195,7 +198,7 @@ static int child_main(const struct spawn *s, int rank)
 		           ? 0
 		           : 1;
 	if (rank == 0)
-		print_result(s->model, s->threads, s->workers, s->steps, s->batch, &r);
+		print_result(s->model, s->threads, s->workers, 0, s->steps, s->batch, &r);
 	return 0;
 }
 
@@ -213,7 +216,7 @@ static int spawn_run(const struct spawn *s)
 		if (pids[i] == 0)
 			_exit(child_main(s, i));
 	}
-	if (s->fd >= 0 && !s->ports)
+	if (s->fd >= 0)
 		close(s->fd); /* the parent's copy of the write end: EOF once all are done */
 	for (int i = 0; i < s->workers; i++) {
 		int status;
@@ -251,13 +254,8 @@ static int bench_independent(const char *model, int threads, int workers, long s
 	close(fds[0]);
 	if (rc < 0 || slowest <= 0.0)
 		return -1;
-	printf("{\"bench\":\"train\",\"impl\":\"mwj\",\"model\":\"%s\",\"workers\":%d,"
-	       "\"config\":\"independent\",\"batch_per_worker\":%d,\"threads_per_worker\":%d,"
-	       "\"optimizer\":\"sgd\",\"steps\":%ld,\"global_samples_per_s\":%.1f,"
-	       "\"ms_per_step\":%.3f,\"blas_core\":\"%s\"}\n",
-	       model, workers, batch, threads, steps, (double)batch * workers * steps / slowest,
-	       slowest * 1e3 / (double)steps, openblas_get_corename());
-	fflush(stdout);
+	struct train_result r = {.seconds = slowest};
+	print_result(model, threads, workers, 1, steps, batch, &r);
 	return 0;
 }
 
