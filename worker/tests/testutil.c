@@ -147,9 +147,25 @@ double testutil_now(void)
 
 extern char **environ;
 
-static int inherited(const char *var)
+/* Whether the variables "NAME=value" a and b have the same name. */
+static int same_name(const char *a, const char *b)
 {
-	return strncmp(var, "MWJ_", 4) != 0 && strncmp(var, "TF_CONFIG=", 10) != 0;
+	size_t n = strcspn(a, "=");
+
+	return strncmp(a, b, n) == 0 && b[n] == '=';
+}
+
+/* Whether var passes to a child: not TF_CONFIG or MWJ_*, and not one that
+ * extra sets itself (the first of two with one name is the one getenv()
+ * finds, so the inherited one would win). */
+static int inherited(const char *var, const char *const *extra)
+{
+	if (strncmp(var, "MWJ_", 4) == 0 || strncmp(var, "TF_CONFIG=", 10) == 0)
+		return 0;
+	for (size_t i = 0; extra && extra[i]; i++)
+		if (same_name(var, extra[i]))
+			return 0;
+	return 1;
 }
 
 /* The environment testutil_spawn() promises; the strings are borrowed. */
@@ -165,7 +181,7 @@ static char **child_env(const char *const *extra)
 	env = calloc(n + 1, sizeof(*env));
 	assert_non_null(env);
 	for (size_t i = 0; environ[i]; i++)
-		if (inherited(environ[i]))
+		if (inherited(environ[i], extra))
 			env[k++] = environ[i];
 	for (size_t i = 0; extra && extra[i]; i++)
 		env[k++] = (char *)extra[i];

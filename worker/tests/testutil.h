@@ -75,8 +75,9 @@ double testutil_now(void);
  * stdout and stderr into the files out_path and err_path (created or
  * truncated), and the inherited environment without TF_CONFIG and every
  * MWJ_* variable (a developer's own settings must not change what the tests
- * see), plus extra_env ("NAME=value", NULL-ended, or NULL). Returns the
- * child's pid. Fails the test if it cannot start. */
+ * see), plus extra_env ("NAME=value", NULL-ended, or NULL), which replaces an
+ * inherited variable of the same name. Returns the child's pid. Fails the
+ * test if it cannot start. */
 pid_t testutil_spawn(const char *bin, const char *const *args, const char *const *extra_env,
                      const char *out_path, const char *err_path);
 
