@@ -5,8 +5,14 @@
 #   make test SAN=1 the same with ASan/UBSan, in build-san/
 #   make bench      throughput figures as JSON lines
 #   make demo       a short training run on Fashion-MNIST
+#   make fuzz       fuzz the handshake decoders with libFuzzer (clang)
 #   make lint       clang-format check and clang-tidy
 #   make clean
+
+# Every rule is written out here; make's built-in ones would try to rebuild
+# the dependency files (-MMD) from objects of the same stem.
+MAKEFLAGS += --no-builtin-rules
+.SUFFIXES:
 
 SAN ?= 0
 ifeq ($(SAN),1)
@@ -42,7 +48,8 @@ WORKER_LIB := $(OBJ)/libmwjworker.a
 
 COMMON_TESTS := $(patsubst common/tests/%.c,$(BIN)/common_%,$(wildcard common/tests/test_*.c))
 WORKER_TESTS := $(patsubst worker/tests/%.c,$(BIN)/worker_%,$(wildcard worker/tests/test_*.c))
-WORKER_TEST_UTIL := $(OBJ)/worker/tests/testutil.o
+# Helpers the worker tests share: every .c in worker/tests that is not a test.
+WORKER_TEST_UTIL := $(patsubst %.c,$(OBJ)/%.o,$(filter-out worker/tests/test_%.c,$(wildcard worker/tests/*.c)))
 TESTS := $(COMMON_TESTS) $(WORKER_TESTS)
 BENCHES := $(patsubst bench/%.c,$(BIN)/%,$(wildcard bench/bench_*.c))
 # The OpenMPI baseline, built only where mpicc is installed (install-deps does).
@@ -51,8 +58,17 @@ ifneq ($(MPICC),)
 BENCHES += $(BIN)/mpi_allreduce
 endif
 WORKER_BIN := $(BIN)/mwj-worker
+# Fuzz targets (worker/fuzz/fuzz_<name>.c): `make test` replays each one's
+# seed corpus (worker/fuzz/corpus/<name>) with this build's compiler and
+# sanitizers; `make fuzz` fuzzes them with clang's libFuzzer.
+FUZZ_NAMES := $(patsubst worker/fuzz/fuzz_%.c,%,$(wildcard worker/fuzz/fuzz_*.c))
+FUZZ_REPLAYS := $(FUZZ_NAMES:%=$(BIN)/fuzz_%_replay)
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS := -std=c17 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=undefined -Icommon -Iworker/src
 
-.PHONY: all test bench demo lint clean
+.PHONY: all test bench demo fuzz lint clean
 all: $(WORKER_BIN)
 
 $(OBJ)/%.o: %.c
@@ -79,6 +95,32 @@ $(BIN)/worker_%: $(OBJ)/worker/tests/%.o $(WORKER_TEST_UTIL) $(WORKER_LIB) $(COM
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) $^ $(LIBS) -lcmocka -o $@
 
+$(OBJ)/worker/fuzz/replay_%.o: worker/fuzz/replay.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -DFUZZ_CORPUS='"$(abspath worker/fuzz/corpus/$*)"' -c $< -o $@
+
+$(BIN)/fuzz_%_replay: $(OBJ)/worker/fuzz/fuzz_%.o $(OBJ)/worker/fuzz/replay_%.o $(WORKER_LIB) \
+		$(COMMON_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_LDFLAGS) $^ $(LIBS) -o $@
+
+$(BUILD)/fuzz/fuzz_%: worker/fuzz/fuzz_%.c $(WORKER_SRC) $(COMMON_SRC)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(PKG_CFLAGS) $< $(WORKER_SRC) $(COMMON_SRC) $(LIBS) -o $@
+
+# Each target for FUZZ_SECONDS, its new inputs kept in build/fuzz/corpus-<name>.
+fuzz: $(FUZZ_NAMES:%=$(BUILD)/fuzz/fuzz_%)
+	@for name in $(FUZZ_NAMES); do \
+		mkdir -p $(BUILD)/fuzz/corpus-$$name && \
+		$(BUILD)/fuzz/fuzz_$$name -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			-artifact_prefix=$(BUILD)/fuzz/ \
+			$(BUILD)/fuzz/corpus-$$name worker/fuzz/corpus/$$name || exit 1; \
+	done
+
+# The rendezvous benchmark brings strangers to the ports, as the tests do.
+$(BIN)/bench_rendezvous: $(OBJ)/worker/tests/strangers.o
+$(OBJ)/bench/bench_rendezvous.o: ALL_CFLAGS += -Iworker/tests
+
 $(BIN)/bench_%: $(OBJ)/bench/bench_%.o $(WORKER_LIB) $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) $^ $(LIBS) -o $@
@@ -92,9 +134,9 @@ MWJ_TEST_DATA ?= /usr/share/datasets/fashion-mnist
 # The local test cluster's own tests (Python, no build step), and real
 # kubectl against it.
 E2E_UNIT := e2e/cluster/run_tests.py e2e/tests/kubectl_api.sh e2e/tests/kubectl_node.sh
-test: $(WORKER_BIN) $(TESTS)
+test: $(WORKER_BIN) $(TESTS) $(FUZZ_REPLAYS)
 	MWJ_WORKER_BIN=$(abspath $(WORKER_BIN)) MWJ_TEST_DATA=$(MWJ_TEST_DATA) \
-		scripts/run-tests.sh $(TESTS) $(E2E_UNIT)
+		scripts/run-tests.sh $(TESTS) $(FUZZ_REPLAYS) $(E2E_UNIT)
 
 bench: $(WORKER_BIN) $(BENCHES)
 	MWJ_BIN_DIR=$(abspath $(BIN)) MWJ_TEST_DATA=$(MWJ_TEST_DATA) bench/run.sh

@@ -15,7 +15,11 @@ Printed per sample: the recovery time and its parts, from the log lines'
 timestamps: the replacement's start-up until it has loaded the data and
 its backup, the rendezvous, and the state handed over plus the first step.
 
-usage: recovery.py [--kills N] [--model cnn]
+With --key, every worker holds the job's key (--job-secret-file, 32 random
+bytes, as the operator mounts it), so every rendezvous, the replacement's
+included, runs the authenticated handshake.
+
+usage: recovery.py [--kills N] [--model cnn] [--key]
 With RECOVERY_KEEP_LOGS=1 the workers' logs are copied to /tmp/recovery-logs.
 """
 import argparse
@@ -78,8 +82,9 @@ def first(events, text, after):
 
 
 class Job:
-    def __init__(self, workdir, model):
+    def __init__(self, workdir, model, key):
         self.dir = workdir
+        self.key = key
         self.ports = free_ports(2)
         self.procs = [None, None]
         self.runs = [0, 0]
@@ -88,6 +93,11 @@ class Job:
                      "--data-dir", DATA, "--backup-dir", os.path.join(workdir, "backups"),
                      "--save-freq", "100", "--log-format", "json", "--log-level", "info",
                      "--log-every", "10"]
+        if key:
+            path = os.path.join(workdir, "job-key")
+            with open(path, "wb") as f:
+                f.write(os.urandom(32))
+            self.args += ["--job-secret-file", path]
 
     def start(self, i):
         env = dict(os.environ, TF_CONFIG=tf_config(self.ports, i))
@@ -153,7 +163,7 @@ def one_kill(job, victim):
     formed = first(new, "ring of 2 formed", 0)
     restart = t_restart - t_kill
     total = done - t_kill - restart
-    r = {"bench": "recovery", "model": job.args[3], "workers": 2,
+    r = {"bench": "recovery", "model": job.args[3], "workers": 2, "key": job.key,
          "victim": "chief" if victim == 0 else "worker",
          "recovery_s": round(total, 3), "supervisor_restart_delay_s": round(restart, 3)}
     if loaded and formed:
@@ -172,10 +182,11 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--kills", type=int, default=6)
     p.add_argument("--model", default="cnn")
+    p.add_argument("--key", action="store_true", help="give the workers a job key")
     a = p.parse_args()
     samples = []
     with tempfile.TemporaryDirectory(prefix="mwj-recovery-") as d:
-        job = Job(d, a.model)
+        job = Job(d, a.model, a.key)
         try:
             for i in range(2):
                 job.start(i)
@@ -190,7 +201,8 @@ def main():
             job.stop()
             if os.environ.get("RECOVERY_KEEP_LOGS"):
                 os.system("cp -r %s /tmp/recovery-logs" % d)
-    print(json.dumps({"bench": "recovery_summary", "model": a.model, "kills": len(samples),
+    print(json.dumps({"bench": "recovery_summary", "model": a.model, "key": a.key,
+                      "kills": len(samples),
                       "recovery_s_median": round(statistics.median(samples), 3),
                       "recovery_s_max": round(max(samples), 3), "target_s": 2.0}))
 

@@ -10,8 +10,11 @@
 #      (gloo), and against mwj on 1 worker.
 #   5. bench_backup: backup save and restore time for cnn, and the training
 #      overhead of --save-freq 100 against no backups.
-#   6. recovery.py: from a worker killed to the first step after its
-#      replacement has rejoined, 2 workers on 127.0.0.1.
+#   6. bench_rendezvous: from a worker's arrival to the ring, without and
+#      with the job key and among strangers, and the handshake's CPU cost.
+#   7. recovery.py: from a worker killed to the first step after its
+#      replacement has rejoined, 2 workers on 127.0.0.1, without and with
+#      the job key.
 # BENCH_REPS (default 3) sets how often each comparison configuration runs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,4 +38,6 @@ else
 	echo '{"bench":"ddp","skipped":"python3-torch is not installed; run scripts/install-deps.sh"}'
 fi
 "$bin/bench_backup"
+"$bin/bench_rendezvous"
 MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/recovery.py"
+MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/recovery.py" --key

@@ -26,6 +26,7 @@ packages=(
 	libcmocka-dev    # C unit tests
 	dataset-fashion-mnist # real IDX data for the demo, tests and benchmarks
 	clang-format clang-tidy # make lint
+	clang libclang-rt-14-dev # make fuzz: clang's libFuzzer
 	python3 python3-yaml    # e2e/: the local test cluster and its tests
 	curl openssl util-linux # e2e/: up.sh and fault.sh; pods run under unshare
 )

@@ -34,6 +34,7 @@ enum flag_id {
 	F_BACKUP_DIR,
 	F_SAVE_FREQ,
 	F_KEEP_BACKUPS,
+	F_JOB_SECRET_FILE,
 	F_HELP,
 };
 
@@ -76,6 +77,9 @@ static const struct flag TRAIN_FLAGS[] = {
      "write a backup every epoch or every N steps (default: epoch)"},
     {"keep-backups", F_KEEP_BACKUPS, NULL,
      "leave the backups after a successful run (default: they are removed)"},
+    {"job-secret-file", F_JOB_SECRET_FILE, "PATH",
+     "the job's ring key, at least 32 bytes, that every peer must prove it holds "
+     "(default: $MWJ_JOB_SECRET_FILE, or an unauthenticated ring)"},
     {"help", F_HELP, NULL, "print this help and exit"},
 };
 
@@ -215,6 +219,9 @@ static int apply_env(struct cli *c, char *err)
 	env = getenv("MWJ_BACKUP_DIR");
 	if (env && env[0] && set_path(c->train.backup_dir, env, err) < 0)
 		return err_prefix(err, "MWJ_BACKUP_DIR");
+	env = getenv("MWJ_JOB_SECRET_FILE");
+	if (env && env[0] && set_path(c->train.job_secret_file, env, err) < 0)
+		return err_prefix(err, "MWJ_JOB_SECRET_FILE");
 	return 0;
 }
 
@@ -303,6 +310,8 @@ static int apply_flag(struct cli *c, enum flag_id id, const char *arg, char *err
 	case F_KEEP_BACKUPS:
 		t->keep_backups = 1;
 		return 0;
+	case F_JOB_SECRET_FILE:
+		return set_path(t->job_secret_file, arg, err);
 	case F_HELP:
 		break;
 	}
@@ -411,6 +420,10 @@ int cli_parse(struct cli *c, int argc, char **argv, FILE *out, char *err)
 		if (tf_config_from_env(&c->cluster, err) < 0)
 			return -1;
 		c->train.cluster = &c->cluster;
+		if (c->train.job_secret_file[0] &&
+		    job_key_load(&c->key, c->train.job_secret_file, err) < 0)
+			return err_prefix(err, "--job-secret-file");
+		c->train.job_key = &c->key;
 		/* Workers other than the chief repeat what the chief says. */
 		if (c->cluster.rank != 0 && !c->log_level_set && c->log_level < LOG_WARN)
 			c->log_level = LOG_WARN;
@@ -420,8 +433,10 @@ int cli_parse(struct cli *c, int argc, char **argv, FILE *out, char *err)
 
 void cli_release(struct cli *c)
 {
-	if (c)
-		tf_config_release(&c->cluster);
+	if (c == NULL)
+		return;
+	tf_config_release(&c->cluster);
+	job_key_release(&c->key);
 }
 
 void cli_log_config(const struct cli *c)
@@ -454,8 +469,8 @@ void cli_log_config(const struct cli *c)
 	}
 	if (c->cluster.world > 1)
 		log_info("config: world=%d rank=%d task=%s:%d job='%s' rendezvous_timeout=%ds "
-		         "collective_timeout=%ds",
+		         "collective_timeout=%ds job_secret_file='%s'",
 		         c->cluster.world, c->cluster.rank, c->cluster.task_type,
 		         c->cluster.task_index, t->job_name, t->rendezvous_timeout,
-		         t->collective_timeout);
+		         t->collective_timeout, t->job_secret_file);
 }

@@ -1,8 +1,10 @@
 /* cli.h - the mwj-worker command line: subcommand, flags, environment.
  *
  * Precedence: defaults, then the environment (MWJ_DATA_DIR, MWJ_MODEL_DIR,
- * MWJ_LOG_FORMAT, MWJ_LOG_LEVEL, MWJ_JOB_NAME), then flags; one validation
- * pass at the end. train also reads the cluster from TF_CONFIG.
+ * MWJ_LOG_FORMAT, MWJ_LOG_LEVEL, MWJ_JOB_NAME, MWJ_BACKUP_DIR,
+ * MWJ_JOB_SECRET_FILE), then flags; one validation pass at the end. train
+ * also reads the cluster from TF_CONFIG and the job's ring key from its
+ * file.
  * Every flag lives in one table per command that also prints --help.
  */
 #ifndef MWJ_CLI_H
@@ -33,13 +35,16 @@ struct cli {
 	int log_level_set; /* by flag or environment: not lowered for non-chiefs */
 	enum log_format log_format;
 	struct tf_config cluster; /* train: from TF_CONFIG; world 1 without it */
+	struct job_key key;       /* train: from --job-secret-file; empty without it */
 };
 
 /* Parses argv into c. Returns 0 when there is a command to run; 1 when help
  * or the version was printed on out and the process should exit 0; -1 with a
- * message in err on bad usage or a bad TF_CONFIG (exit 1). c->train.cluster
- * points into c. Workers other than the chief log warnings and errors only,
- * unless a level was asked for. cli_release frees what c holds. */
+ * message in err on bad usage, a bad TF_CONFIG or a job key file that is
+ * missing, unreadable or too short (exit 1). c->train.cluster and
+ * c->train.job_key point into c. Workers other than the chief log warnings and errors only,
+ * unless a level was asked for. cli_release frees what c holds and wipes
+ * the key. */
 int cli_parse(struct cli *c, int argc, char **argv, FILE *out, char *err);
 void cli_release(struct cli *c);
 

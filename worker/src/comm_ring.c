@@ -12,6 +12,7 @@
 struct ring_state {
 	int lfd; /* kept open: a replacement worker rejoins through it */
 	const struct tf_config *tc;
+	const struct job_key *key;
 	struct hello me;
 	int collective_ms;
 	int joined; /* ring holds connections */
@@ -58,7 +59,7 @@ static int join(struct ring_state *s, long long deadline_ms, char *err)
 	long long t0 = net_now_ms();
 	char next[RING_NAME_LEN], prev[RING_NAME_LEN];
 
-	rc = rendezvous_join(s->lfd, tc, &s->me, deadline_ms, &next_fd, &prev_fd, err);
+	rc = rendezvous_join(s->lfd, tc, &s->me, s->key, deadline_ms, &next_fd, &prev_fd, err);
 	if (rc < 0)
 		return rc;
 	rendezvous_rank_name(tc, (rank + 1) % world, next, sizeof(next));
@@ -67,8 +68,9 @@ static int join(struct ring_state *s, long long deadline_ms, char *err)
 	net_tune(prev_fd, s->collective_ms);
 	ring_init(&s->ring, world, rank, next_fd, prev_fd, next, prev, s->collective_ms);
 	s->joined = 1;
-	log_info("rendezvous: ring of %d formed in %.2f s (next %s, previous %s)", world,
-	         (double)(net_now_ms() - t0) / 1000.0, next, prev);
+	log_info("rendezvous: ring of %d formed in %.2f s (next %s, previous %s%s)", world,
+	         (double)(net_now_ms() - t0) / 1000.0, next, prev,
+	         s->key && s->key->len ? "; both proved the job key" : "");
 	return 0;
 }
 
@@ -98,7 +100,7 @@ static const struct comm_ops RING_OPS = {
 };
 
 int comm_init_ring(struct comm *c, const struct tf_config *tc, const struct hello *me,
-                   int rendezvous_ms, int collective_ms, char *err)
+                   const struct job_key *key, int rendezvous_ms, int collective_ms, char *err)
 {
 	long long deadline = net_now_ms() + rendezvous_ms;
 	struct ring_state *s;
@@ -109,8 +111,14 @@ int comm_init_ring(struct comm *c, const struct tf_config *tc, const struct hell
 		return -1;
 	log_info("rendezvous: rank %d of %d listening on port %d", tc->rank, tc->world,
 	         tc->addrs[tc->rank].port);
+	if (key == NULL || key->len == 0)
+		log_warn("rendezvous: the ring is not authenticated: anything that reaches port %d "
+		         "can join or disturb it; give every worker the job's key with "
+		         "--job-secret-file",
+		         tc->addrs[tc->rank].port);
 	s = xcalloc(1, sizeof(*s));
-	*s = (struct ring_state){.lfd = lfd, .tc = tc, .me = *me, .collective_ms = collective_ms};
+	*s = (struct ring_state){
+	    .lfd = lfd, .tc = tc, .key = key, .me = *me, .collective_ms = collective_ms};
 	rc = join(s, deadline, err);
 	if (rc < 0) {
 		net_close(lfd);

@@ -71,7 +71,10 @@ static int listen_family(int family, int port, char *err)
 		a->sin_port = htons((uint16_t)port);
 		len = sizeof(*a);
 	}
-	if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 64) < 0) {
+	/* A long queue: while the ring trains nobody accepts, and strangers
+	 * (probes, scanners) that queue up then must not fill it, or the real
+	 * peer's connection is dropped and waits out a SYN retransmission. */
+	if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, SOMAXCONN) < 0) {
 		err_set(err, "listen on port %d: %s", port, strerror(errno));
 		close(fd);
 		return -1;

@@ -1,91 +1,41 @@
-/* rendezvous.c - connect to the next rank, accept the previous one, and
- * check each other's hello. */
+/* rendezvous.c - connect to the next rank, accept the previous one, and run
+ * the handshake on each, without letting any other connection hold either
+ * side up. */
 #include "rendezvous.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
-#include "bytes.h"
 #include "err.h"
 #include "hash.h"
 #include "log.h"
 #include "net.h"
 #include "preempt.h"
+#include "ratelimit.h"
 
-#define HELLO_BYTES      88
-#define REPLY_MSG_BYTES  256
-#define REPLY_BYTES      (HELLO_BYTES + 4 + REPLY_MSG_BYTES)
 #define BACKOFF_FIRST_MS 50
 /* Low, because a survivor waiting for a replacement worker polls it at this
  * pace, and recovery time depends on how soon it notices the newcomer. */
 #define BACKOFF_MAX_MS 100
-/* How long one accepted connection may take to say hello. */
-#define HELLO_TIMEOUT_MS 10000
-#define NAME_LEN         (TF_CONFIG_HOST_LEN + 64)
-
-static const unsigned char HELLO_MAGIC[8] = {'M', 'W', 'J', 'R', 'I', 'N', 'G', '\n'};
-
-static void put32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (24 - 8 * i));
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-	put32(p, (uint32_t)(v >> 32));
-	put32(p + 4, (uint32_t)v);
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-	return (uint64_t)get32(p) << 32 | get32(p + 4);
-}
-
-static void hello_encode(unsigned char *p, const struct hello *h)
-{
-	memcpy(p, HELLO_MAGIC, sizeof(HELLO_MAGIC));
-	put32(p + 8, h->protocol);
-	put32(p + 12, h->world);
-	put32(p + 16, h->rank);
-	put32(p + 20, h->batch_size);
-	put64(p + 24, h->job_hash);
-	put64(p + 32, h->arch_hash);
-	put64(p + 40, h->seed);
-	put64(p + 48, bytes_f64_bits(h->learning_rate));
-	put64(p + 56, bytes_f64_bits(h->momentum));
-	put32(p + 64, h->optimizer);
-	put32(p + 68, h->epochs);
-	put64(p + 72, h->steps_per_epoch);
-	memset(p + 80, 0, HELLO_BYTES - 80);
-}
-
-static int hello_decode(struct hello *h, const unsigned char *p, char *why)
-{
-	if (memcmp(p, HELLO_MAGIC, sizeof(HELLO_MAGIC)) != 0)
-		return err_set(why, "not an mwj worker (bad greeting)");
-	*h = (struct hello){get32(p + 8),
-	                    get32(p + 12),
-	                    get32(p + 16),
-	                    get64(p + 24),
-	                    get64(p + 32),
-	                    get64(p + 40),
-	                    get32(p + 20),
-	                    get32(p + 64),
-	                    get32(p + 68),
-	                    get64(p + 72),
-	                    bytes_bits_f64(get64(p + 48)),
-	                    bytes_bits_f64(get64(p + 56))};
-	return 0;
-}
+/* Having refused a peer, how long a correct one may still come before the
+ * refusal is what the rendezvous ends with. */
+#define REFUSED_GRACE_MS 10000
+/* The longest any wait goes without looking at the deadline (which the
+ * other side may lower) and the preemption flag. */
+#define SLICE_MS 100
+/* Log lines about dropped connections: 10 at once, then one a second. */
+#define LOG_BURST       10
+#define LOG_INTERVAL_MS 1000
+#define NAME_LEN        (TF_CONFIG_HOST_LEN + 64)
+#define PEER_LEN        96
 
 uint64_t rendezvous_job_hash(const char *job_name, const struct tf_config *tc)
 {
@@ -99,56 +49,17 @@ uint64_t rendezvous_job_hash(const char *job_name, const struct tf_config *tc)
 	return h;
 }
 
-int rendezvous_check(const struct hello *mine, const struct hello *theirs, uint32_t want_rank,
-                     char *why)
-{
-	if (theirs->protocol != mine->protocol)
-		return err_set(why, "protocol version differs: peer %u, this worker %u",
-		               theirs->protocol, mine->protocol);
-	/* The job identity covers the cluster list, so a different world size
-	 * would also show as another job: say the more precise thing first. */
-	if (theirs->world != mine->world)
-		return err_set(why, "world size differs: peer %u, this worker %u", theirs->world,
-		               mine->world);
-	if (theirs->job_hash != mine->job_hash)
-		return err_set(why,
-		               "peer belongs to another job (TF_CONFIG cluster or MWJ_JOB_NAME "
-		               "differ)");
-	if (theirs->rank != want_rank)
-		return err_set(why, "peer is rank %u where rank %u was expected", theirs->rank,
-		               want_rank);
-	if (theirs->arch_hash != mine->arch_hash)
-		return err_set(why, "model differs: peer architecture %016llx, this worker %016llx",
-		               (unsigned long long)theirs->arch_hash,
-		               (unsigned long long)mine->arch_hash);
-	if (theirs->seed != mine->seed)
-		return err_set(why, "--seed differs: peer %llu, this worker %llu",
-		               (unsigned long long)theirs->seed, (unsigned long long)mine->seed);
-	if (theirs->batch_size != mine->batch_size)
-		return err_set(why, "--batch-size differs: peer %u, this worker %u",
-		               theirs->batch_size, mine->batch_size);
-	if (theirs->optimizer != mine->optimizer || theirs->learning_rate != mine->learning_rate ||
-	    theirs->momentum != mine->momentum)
-		return err_set(why,
-		               "optimizer settings differ: peer lr %g momentum %g, this worker "
-		               "lr %g momentum %g (or --optimizer)",
-		               theirs->learning_rate, theirs->momentum, mine->learning_rate,
-		               mine->momentum);
-	if (theirs->epochs != mine->epochs || theirs->steps_per_epoch != mine->steps_per_epoch)
-		return err_set(why,
-		               "--epochs or --steps-per-epoch differ: peer %u x %llu, this "
-		               "worker %u x %llu",
-		               theirs->epochs, (unsigned long long)theirs->steps_per_epoch,
-		               mine->epochs, (unsigned long long)mine->steps_per_epoch);
-	return 0;
-}
-
 void rendezvous_rank_name(const struct tf_config *tc, int rank, char *out, size_t n)
 {
 	char addr[TF_CONFIG_HOST_LEN + 16];
 
 	tf_address_format(&tc->addrs[rank], addr, sizeof(addr));
 	snprintf(out, n, "rank %d ('%s')", rank, addr);
+}
+
+static long long min_ll(long long a, long long b)
+{
+	return a < b ? a : b;
 }
 
 static void sleep_ms(long long ms)
@@ -158,197 +69,486 @@ static void sleep_ms(long long ms)
 	nanosleep(&ts, NULL);
 }
 
-/* One attempt: connect to the next rank and trade hellos. Returns the
- * socket, -1 to retry (err says why) or RENDEZVOUS_REFUSED. */
-static int connect_next(const struct tf_config *tc, const struct hello *me, long long deadline,
-                        char *err)
+/* Moves what h asks for over the non-blocking fd until the socket would
+ * block. Returns 1 when the handshake is done, 0 when fd must be polled for
+ * *events first, -1 with a message when the connection closed or failed. */
+static int pump(struct handshake *h, int fd, short *events, char *err)
+{
+	for (;;) {
+		unsigned char *buf;
+		size_t len;
+		char where[96];
+		enum handshake_io io = handshake_io(h, &buf, &len);
+		if (io == HANDSHAKE_DONE)
+			return 1;
+		ssize_t k =
+		    io == HANDSHAKE_SEND ? send(fd, buf, len, MSG_NOSIGNAL) : recv(fd, buf, len, 0);
+		if (k > 0) {
+			handshake_moved(h, (size_t)k);
+			continue;
+		}
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			*events = io == HANDSHAKE_SEND ? POLLOUT : POLLIN;
+			return 0;
+		}
+		handshake_progress(h, where, sizeof(where));
+		if (k == 0)
+			return err_set(err, "closed after %s", where);
+		return err_set(err, "%s after %s", strerror(errno), where);
+	}
+}
+
+/* The message for a handshake that ended other than OK, naming the peer. */
+static void explain(const struct handshake *h, const char *name, char *err)
+{
+	if (h->by_peer)
+		err_set(err, "%s refused this worker: %s", name, h->why);
+	else
+		err_set(err, "refused %s: %s", name, h->why);
+}
+
+/* Logs "rendezvous: <what>" at level unless the rate limit says no; the
+ * first line after some were left out says how many. */
+static void log_limited(struct ratelimit *limit, enum log_level level, const char *what)
+{
+	long long suppressed = 0;
+
+	if (!log_enabled(level) || !ratelimit_allow(limit, net_now_ms(), &suppressed))
+		return;
+	if (suppressed > 0)
+		log_msg(level, "rendezvous: %s (and %lld more not logged)", what, suppressed);
+	else
+		log_msg(level, "rendezvous: %s", what);
+}
+
+/* --- The connecting side --- */
+
+/* Runs h over fd until it is done, the deadline passes or a preemption
+ * notice comes. Returns 0 when done, -1 with a message otherwise. */
+static int run_handshake(struct handshake *h, int fd, long long deadline_ms, char *err)
+{
+	for (;;) {
+		short events = 0;
+		char where[96];
+		int rc = pump(h, fd, &events, err);
+		if (rc != 0)
+			return rc < 0 ? -1 : 0;
+		long long left = deadline_ms - net_now_ms();
+		if (left <= 0 || preempt_signal()) {
+			handshake_progress(h, where, sizeof(where));
+			return err_set(err, "%s after %s", left <= 0 ? "timed out" : "stopped",
+			               where);
+		}
+		struct pollfd p = {fd, events, 0};
+		if (poll(&p, 1, (int)min_ll(left, SLICE_MS)) < 0 && errno != EINTR)
+			return err_set(err, "poll: %s", strerror(errno));
+	}
+}
+
+/* One attempt: connect to the next rank and run the handshake, giving a
+ * peer that says nothing RENDEZVOUS_HANDSHAKE_MS. Returns the socket,
+ * RENDEZVOUS_REFUSED, or -1 to retry (err says why); *odd is set when
+ * something answered that is not the peer as it should be, which is worth
+ * a warning, rather than nothing being there yet. */
+static int connect_next(const struct tf_config *tc, const struct hello *me,
+                        const struct job_key *key, long long deadline, int *odd, char *err)
 {
 	int next = (tc->rank + 1) % tc->world, retry = 1, fd;
 	const struct tf_address *a = &tc->addrs[next];
-	unsigned char msg[REPLY_BYTES];
-	char why[ERR_LEN], name[NAME_LEN];
-	struct hello theirs = {0};
-	long long left = deadline - net_now_ms();
+	long long now = net_now_ms(), attempt = min_ll(deadline - now, RENDEZVOUS_HANDSHAKE_MS);
+	char name[NAME_LEN];
+	struct handshake *h;
 
+	*odd = 0;
 	rendezvous_rank_name(tc, next, name, sizeof(name));
-	fd = net_connect(a->host, a->port, left < 5000 ? (int)(left > 0 ? left : 1) : 5000, &retry,
-	                 err);
+	fd = net_connect(a->host, a->port, attempt > 0 ? (int)attempt : 1, &retry, err);
 	if (fd < 0)
 		return retry ? -1 : RENDEZVOUS_REFUSED;
-	/* Something else listening there must not hold this worker for long. */
-	long long hello_deadline = net_now_ms() + HELLO_TIMEOUT_MS;
-	if (hello_deadline > deadline)
-		hello_deadline = deadline;
-	hello_encode(msg, me);
-	if (net_write_all(fd, msg, HELLO_BYTES, hello_deadline, err) < 0 ||
-	    net_read_all(fd, msg, REPLY_BYTES, hello_deadline, err) < 0) {
-		err_prefix(err, "hello to %s", name);
+	h = xmalloc(sizeof(*h));
+	handshake_init(h, HANDSHAKE_CONNECT, me, key, (uint32_t)next);
+	*odd = 1;
+	if (run_handshake(h, fd, min_ll(deadline, net_now_ms() + RENDEZVOUS_HANDSHAKE_MS), err) <
+	    0) {
+		err_prefix(err, "handshake with %s", name);
 		net_close(fd);
-		return -1; /* the peer may be restarting */
-	}
-	msg[REPLY_BYTES - 1] = '\0';
-	if (get32(msg + HELLO_BYTES) != 0) {
-		err_set(err, "%s refused this worker: %s", name, (char *)msg + HELLO_BYTES + 4);
+		fd = -1; /* the peer may be restarting, or something else is there */
+	} else if (h->status != HANDSHAKE_OK) {
+		explain(h, name, err);
 		net_close(fd);
-		return RENDEZVOUS_REFUSED;
+		fd = h->status == HANDSHAKE_REFUSED ? RENDEZVOUS_REFUSED : -1;
 	}
-	if (hello_decode(&theirs, msg, why) < 0 ||
-	    rendezvous_check(me, &theirs, (uint32_t)next, why) < 0) {
-		err_set(err, "refused %s: %s", name, why);
-		net_close(fd);
-		return RENDEZVOUS_REFUSED;
-	}
+	free(h);
 	return fd;
 }
+
+/* --- The accepting side --- */
+
+struct pending {
+	int fd;
+	long long deadline; /* RENDEZVOUS_HANDSHAKE_MS after it was accepted */
+	unsigned long seq;  /* order of arrival: the lowest is dropped first */
+	short events;
+	char peer[PEER_LEN]; /* "ip:port" */
+	struct handshake hs;
+};
 
 struct acceptor {
 	int lfd;
 	const struct tf_config *tc;
 	const struct hello *me;
+	const struct job_key *key;
 	_Atomic long long deadline; /* lowered to stop the wait early */
 	int fd, rc;
-	_Atomic long long refused_at; /* when a connection was refused (its reason in why), or 0 */
-	atomic_int done;              /* the thread has set fd and rc */
+	_Atomic long long refused_at; /* when a peer was refused (its reason in why), or 0 */
+	/* The thread has set fd and rc: done, under lock, signalled on
+	 * finished, so that the connecting side learns it at once. */
+	pthread_mutex_t lock;
+	pthread_cond_t finished;
+	int done;
 	char why[ERR_LEN];
+	char dropped[ERR_LEN]; /* the last connection dropped, and why */
 	char err[ERR_LEN];
+	struct ratelimit log_limit;
+	unsigned long seq;
+	int n;
+	struct pending *pend[RENDEZVOUS_MAX_PENDING];
 };
 
-/* Reads one hello on fd and answers it. Returns 0 if the previous rank is
- * accepted, -1 if refused (logged here, as the connector logs its side). */
-static int answer(struct acceptor *a, int fd, const char *peer)
+/* Logs one line about a dropped connection at level, through the rate
+ * limit, and remembers it for the time-out message. */
+static void note(struct acceptor *a, enum log_level level, const char *what)
+{
+	snprintf(a->dropped, sizeof(a->dropped), "%s", what);
+	log_limited(&a->log_limit, level, what);
+}
+
+/* Removes pending connection i, closing it unless keep. */
+static void forget(struct acceptor *a, int i, int keep)
+{
+	if (!keep)
+		net_close(a->pend[i]->fd);
+	free(a->pend[i]);
+	a->pend[i] = a->pend[--a->n];
+}
+
+static void drop(struct acceptor *a, int i, const char *why)
+{
+	char what[ERR_LEN];
+
+	snprintf(what, sizeof(what), "dropped connection from '%s': %s", a->pend[i]->peer, why);
+	note(a, LOG_WARN, what);
+	forget(a, i, 0);
+}
+
+/* A handshake that has ended: takes the previous rank, or refuses. Returns
+ * 1 when the ring's previous rank is found. */
+static int conclude(struct acceptor *a, int i)
+{
+	struct pending *p = a->pend[i];
+	char what[ERR_LEN];
+
+	if (p->hs.status == HANDSHAKE_OK) {
+		a->fd = p->fd;
+		a->rc = 0;
+		forget(a, i, 1);
+		return 1;
+	}
+	if (p->hs.status != HANDSHAKE_REFUSED) {
+		drop(a, i, p->hs.why);
+		return 0;
+	}
+	/* Only a peer that proved itself (or any, without a key) gets this
+	 * far: its configuration differs, and waiting cannot change that. Its
+	 * address is where it connected from, not its own in TF_CONFIG. */
+	if (p->hs.by_peer)
+		snprintf(what, sizeof(what),
+		         "connection from '%s' (rank %u) refused this worker: %.300s", p->peer,
+		         p->hs.peer.rank, p->hs.why);
+	else
+		snprintf(what, sizeof(what), "refused connection from '%s' (rank %u): %.300s",
+		         p->peer, p->hs.peer.rank, p->hs.why);
+	note(a, LOG_ERROR, what);
+	snprintf(a->why, sizeof(a->why), "%s", what);
+	atomic_store(&a->refused_at, net_now_ms());
+	forget(a, i, 0);
+	return 0;
+}
+
+/* Moves pending connection i on. Returns 1 when the ring's previous rank is
+ * found. */
+static int serve(struct acceptor *a, int i)
+{
+	char err[ERR_LEN];
+	int rc = pump(&a->pend[i]->hs, a->pend[i]->fd, &a->pend[i]->events, err);
+
+	if (rc < 0)
+		drop(a, i, err);
+	return rc > 0 ? conclude(a, i) : 0;
+}
+
+/* Accepts every connection waiting on the listener, each into a pending
+ * handshake, dropping the oldest pending one when there are too many.
+ * Returns 1 when the ring's previous rank is found. */
+static int take_new(struct acceptor *a)
 {
 	int prev = (a->tc->rank + a->tc->world - 1) % a->tc->world;
-	long long deadline = net_now_ms() + HELLO_TIMEOUT_MS;
-	unsigned char msg[REPLY_BYTES] = {0};
-	char why[ERR_LEN] = "", err[ERR_LEN];
-	struct hello theirs = {0};
-	int ok;
 
-	if (net_read_all(fd, msg, HELLO_BYTES, deadline, err) < 0) {
-		log_warn("rendezvous: connection from '%s' sent no hello: %s", peer, err);
-		return -1;
+	for (int k = 0; k < 4 * RENDEZVOUS_MAX_PENDING; k++) {
+		char peer[PEER_LEN], err[ERR_LEN] = "";
+		int fd = net_accept(a->lfd, 0, peer, sizeof(peer), err);
+		if (fd < 0) {
+			if (err[0])
+				note(a, LOG_WARN, err);
+			return 0;
+		}
+		if (a->n == RENDEZVOUS_MAX_PENDING) {
+			int oldest = 0;
+			for (int i = 1; i < a->n; i++)
+				if (a->pend[i]->seq < a->pend[oldest]->seq)
+					oldest = i;
+			drop(a, oldest,
+			     "too many connections in their handshake at once: the oldest goes "
+			     "first");
+		}
+		struct pending *p = xmalloc(sizeof(*p));
+		p->fd = fd;
+		p->deadline = net_now_ms() + RENDEZVOUS_HANDSHAKE_MS;
+		p->seq = a->seq++;
+		p->events = POLLIN;
+		snprintf(p->peer, sizeof(p->peer), "%s", peer);
+		handshake_init(&p->hs, HANDSHAKE_ACCEPT, a->me, a->key, (uint32_t)prev);
+		a->pend[a->n++] = p;
+		/* Its hello is often there already. */
+		if (serve(a, a->n - 1))
+			return 1;
 	}
-	ok = hello_decode(&theirs, msg, why) == 0 &&
-	     rendezvous_check(a->me, &theirs, (uint32_t)prev, why) == 0;
-	hello_encode(msg, a->me);
-	put32(msg + HELLO_BYTES, ok ? 0 : 1);
-	snprintf((char *)msg + HELLO_BYTES + 4, REPLY_MSG_BYTES, "%s", why);
-	if (net_write_all(fd, msg, REPLY_BYTES, deadline, err) < 0) {
-		log_warn("rendezvous: reply to '%s': %s", peer, err);
-		return -1;
+	return 0;
+}
+
+/* Drops every pending connection past its deadline; returns the earliest
+ * deadline left, or LLONG_MAX. */
+static long long expire(struct acceptor *a, long long now)
+{
+	long long next = LLONG_MAX;
+
+	for (int i = a->n - 1; i >= 0; i--) {
+		if (a->pend[i]->deadline <= now) {
+			char where[96], why[160];
+			handshake_progress(&a->pend[i]->hs, where, sizeof(where));
+			snprintf(why, sizeof(why), "no handshake within %d ms (%s)",
+			         RENDEZVOUS_HANDSHAKE_MS, where);
+			drop(a, i, why);
+		} else if (a->pend[i]->deadline < next) {
+			next = a->pend[i]->deadline;
+		}
 	}
-	if (!ok) {
-		log_error("rendezvous: refused connection from '%s' (rank %u): %s", peer,
-		          theirs.rank, why);
-		snprintf(a->why, sizeof(a->why), "refused rank %u ('%s'): %s", theirs.rank, peer,
-		         why);
-		atomic_store(&a->refused_at, net_now_ms());
-	}
-	return ok ? 0 : -1;
+	return next;
+}
+
+/* One turn of the poll loop. Returns 1 when the previous rank is found, -1
+ * on a system error (in a->err), 0 to go on. */
+static int accept_turn(struct acceptor *a, long long end)
+{
+	struct pollfd pfd[1 + RENDEZVOUS_MAX_PENDING];
+	long long now = net_now_ms(), wake = min_ll(end, expire(a, now)) - now;
+	int n = a->n, rc;
+
+	pfd[0] = (struct pollfd){a->lfd, POLLIN, 0};
+	for (int i = 0; i < n; i++)
+		pfd[1 + i] = (struct pollfd){a->pend[i]->fd, a->pend[i]->events, 0};
+	rc = poll(pfd, (nfds_t)n + 1, wake < 0 ? 0 : (int)min_ll(wake, SLICE_MS));
+	if (rc < 0 && errno != EINTR)
+		return err_set(a->err, "poll: %s", strerror(errno));
+	if (rc <= 0)
+		return 0;
+	/* From the last: forget() moves the last entry into the freed slot,
+	 * and the last has been served already. */
+	for (int i = n - 1; i >= 0; i--)
+		if (pfd[1 + i].revents && serve(a, i))
+			return 1;
+	return (pfd[0].revents & POLLIN) ? take_new(a) : 0;
 }
 
 static void *accept_prev(void *arg)
 {
 	struct acceptor *a = arg;
-	char peer[96];
 
 	for (;;) {
-		long long left = a->deadline - net_now_ms();
-		if (left <= 0) {
-			a->rc = err_set(a->err, "no connection from the previous rank");
+		long long end = atomic_load(&a->deadline);
+		if (net_now_ms() >= end) {
+			if (a->dropped[0])
+				a->rc = err_set(a->err,
+				                "no connection from the previous rank; the last "
+				                "one that came: %s",
+				                a->dropped);
+			else
+				a->rc = err_set(a->err, "no connection from the previous rank");
 			break;
 		}
-		int fd =
-		    net_accept(a->lfd, left > 1000 ? 1000 : (int)left, peer, sizeof(peer), a->err);
-		if (fd < 0 && a->err[0]) {
-			a->rc = -1;
+		int rc = accept_turn(a, end);
+		if (rc != 0) {
+			a->rc = rc > 0 ? 0 : -1;
 			break;
 		}
-		if (fd >= 0 && answer(a, fd, peer) == 0) {
-			a->fd = fd;
-			a->rc = 0;
-			break;
-		}
-		net_close(fd);
 	}
-	atomic_store(&a->done, 1);
+	while (a->n > 0)
+		forget(a, a->n - 1, 0);
+	pthread_mutex_lock(&a->lock);
+	a->done = 1;
+	pthread_cond_signal(&a->finished);
+	pthread_mutex_unlock(&a->lock);
 	return NULL;
 }
 
-int rendezvous_join(int lfd, const struct tf_config *tc, const struct hello *me,
-                    long long deadline_ms, int *next_fd, int *prev_fd, char *err)
-{
-	struct acceptor a = {
-	    .lfd = lfd, .tc = tc, .me = me, .deadline = deadline_ms, .fd = -1, .rc = -1};
-	long long backoff = BACKOFF_FIRST_MS;
-	char last[ERR_LEN] = "not tried", name[NAME_LEN];
-	pthread_t thread;
-	int fd = -1;
+/* --- Both sides together --- */
 
-	*next_fd = *prev_fd = -1;
-	if (pthread_create(&thread, NULL, accept_prev, &a) != 0)
-		return err_set(err, "rendezvous: cannot start a thread");
+/* Connects to the next rank until it works, is refused, the deadline
+ * passes, a preemption notice comes, or the acceptor refused a peer a
+ * while ago. Returns the socket or a negative code, with err (ERR_LEN)
+ * saying what went wrong last. */
+static int connect_loop(const struct tf_config *tc, const struct hello *me,
+                        const struct job_key *key, long long deadline_ms, const struct acceptor *a,
+                        char *last)
+{
+	long long backoff = BACKOFF_FIRST_MS;
+	struct ratelimit limit;
+	int fd = -1, odd;
+
+	ratelimit_init(&limit, LOG_BURST, LOG_INTERVAL_MS);
+	snprintf(last, ERR_LEN, "not tried");
 	while (net_now_ms() < deadline_ms) {
-		if (preempt_signal()) {
-			fd = RENDEZVOUS_STOPPED;
-			break;
-		}
-		fd = connect_next(tc, me, deadline_ms, last);
+		if (preempt_signal())
+			return RENDEZVOUS_STOPPED;
+		fd = connect_next(tc, me, key, deadline_ms, &odd, last);
 		if (fd >= 0 || fd == RENDEZVOUS_REFUSED)
-			break;
+			return fd;
 		/* A refused peer exits; give a correct one a little while, then
 		 * report the refusal rather than time out much later. */
-		long long refused_at = atomic_load(&a.refused_at);
-		if (refused_at && net_now_ms() > refused_at + HELLO_TIMEOUT_MS)
-			break;
-		log_debug("rendezvous: %s; retrying in %lld ms", last, backoff);
+		long long refused_at = atomic_load(&a->refused_at);
+		if (refused_at && net_now_ms() > refused_at + REFUSED_GRACE_MS)
+			return -1;
+		if (odd)
+			log_limited(&limit, LOG_WARN, last);
+		else
+			log_debug("rendezvous: %s; retrying in %lld ms", last, backoff);
 		long long left = deadline_ms - net_now_ms();
 		sleep_ms(backoff < left ? backoff : (left > 0 ? left : 0));
 		backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
 	}
-	if (fd < 0)
-		atomic_store(&a.deadline, 0); /* no ring without the next rank */
-	while (!atomic_load(&a.done)) {
+	return -1;
+}
+
+/* Waits for the accepting side to finish, stopping it at a preemption
+ * notice (the flag is set by a signal handler, so it is looked at every
+ * SLICE_MS). */
+static void wait_acceptor(struct acceptor *a)
+{
+	pthread_mutex_lock(&a->lock);
+	while (!a->done) {
+		struct timespec until;
 		if (preempt_signal())
-			atomic_store(&a.deadline, 0);
-		sleep_ms(20);
+			atomic_store(&a->deadline, 0);
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += SLICE_MS * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&a->finished, &a->lock, &until);
 	}
-	pthread_join(thread, NULL);
-	rendezvous_rank_name(tc, (tc->rank + 1) % tc->world, name, sizeof(name));
-	if (fd == RENDEZVOUS_STOPPED || (a.rc < 0 && preempt_signal())) {
-		net_close(fd);
-		net_close(a.fd);
+	pthread_mutex_unlock(&a->lock);
+}
+
+/* Says why the rendezvous failed, given the connecting side's result fd
+ * and what the accepting side did; closes what is open. */
+static int failed(struct acceptor *a, const struct tf_config *tc, int fd, const char *last,
+                  char *err)
+{
+	char name[NAME_LEN];
+	int refused = atomic_load(&a->refused_at) != 0;
+
+	net_close(fd);
+	net_close(a->fd);
+	if (fd == RENDEZVOUS_STOPPED || (a->rc < 0 && preempt_signal())) {
 		err_set(err, "rendezvous: stopped by signal %d", preempt_signal());
 		return RENDEZVOUS_STOPPED;
 	}
 	if (fd == RENDEZVOUS_REFUSED) {
-		net_close(a.fd);
 		err_set(err, "rendezvous: %s", last);
 		return RENDEZVOUS_REFUSED;
 	}
 	/* Having refused a peer, waiting longer cannot help: that peer exits 1
 	 * and a restarted worker would meet the same configuration. */
-	if (fd < 0 && atomic_load(&a.refused_at)) {
-		net_close(a.fd);
-		err_set(err, "rendezvous: %s", a.why);
+	if (refused) {
+		err_set(err, "rendezvous: %s", a->why);
 		return RENDEZVOUS_REFUSED;
 	}
 	if (fd < 0) {
-		net_close(a.fd);
+		rendezvous_rank_name(tc, (tc->rank + 1) % tc->world, name, sizeof(name));
 		return err_set(err, "rendezvous: timed out connecting to %s: %s", name, last);
 	}
-	if (a.rc < 0 && atomic_load(&a.refused_at)) {
-		net_close(fd);
-		err_set(err, "rendezvous: %s", a.why);
-		return RENDEZVOUS_REFUSED;
+	rendezvous_rank_name(tc, (tc->rank + tc->world - 1) % tc->world, name, sizeof(name));
+	return err_set(err, "rendezvous: timed out waiting for %s: %s", name, a->err);
+}
+
+/* The lock and the condition, the latter on the monotonic clock that
+ * wait_acceptor's time-outs use. */
+static int init_sync(struct acceptor *a)
+{
+	pthread_condattr_t attr;
+	int rc = -1;
+
+	if (pthread_condattr_init(&attr) != 0)
+		return -1;
+	if (pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
+	    pthread_cond_init(&a->finished, &attr) == 0) {
+		if (pthread_mutex_init(&a->lock, NULL) == 0)
+			rc = 0;
+		else
+			pthread_cond_destroy(&a->finished);
 	}
-	if (a.rc < 0) {
-		net_close(fd);
-		rendezvous_rank_name(tc, (tc->rank + tc->world - 1) % tc->world, name,
-		                     sizeof(name));
-		return err_set(err, "rendezvous: timed out waiting for %s: %s", name, a.err);
+	pthread_condattr_destroy(&attr);
+	return rc;
+}
+
+int rendezvous_join(int lfd, const struct tf_config *tc, const struct hello *me,
+                    const struct job_key *key, long long deadline_ms, int *next_fd, int *prev_fd,
+                    char *err)
+{
+	struct acceptor *a = xcalloc(1, sizeof(*a));
+	char last[ERR_LEN];
+	pthread_t thread;
+	int fd, rc;
+
+	*next_fd = *prev_fd = -1;
+	a->lfd = lfd;
+	a->tc = tc;
+	a->me = me;
+	a->key = key;
+	a->deadline = deadline_ms;
+	a->fd = -1;
+	a->rc = -1;
+	ratelimit_init(&a->log_limit, LOG_BURST, LOG_INTERVAL_MS);
+	if (init_sync(a) < 0 || pthread_create(&thread, NULL, accept_prev, a) != 0) {
+		free(a);
+		return err_set(err, "rendezvous: cannot start a thread");
 	}
-	*next_fd = fd;
-	*prev_fd = a.fd;
-	return 0;
+	fd = connect_loop(tc, me, key, deadline_ms, a, last);
+	if (fd < 0)
+		atomic_store(&a->deadline, 0); /* no ring without the next rank */
+	wait_acceptor(a);
+	pthread_join(thread, NULL);
+	if (fd >= 0 && a->rc == 0) {
+		*next_fd = fd;
+		*prev_fd = a->fd;
+		rc = 0;
+	} else {
+		rc = failed(a, tc, fd, last, err);
+	}
+	pthread_cond_destroy(&a->finished);
+	pthread_mutex_destroy(&a->lock);
+	free(a);
+	return rc;
 }

@@ -188,13 +188,13 @@ static int run_connect(struct run *r, const struct train_config *cfg, char *err)
 		comm_init_local(&r->comm);
 		return 0;
 	}
-	struct hello me = {RENDEZVOUS_PROTOCOL,       (uint32_t)tc->world,
+	struct hello me = {HANDSHAKE_PROTOCOL,        (uint32_t)tc->world,
 	                   (uint32_t)tc->rank,        rendezvous_job_hash(cfg->job_name, tc),
 	                   r->model->arch_hash,       cfg->seed,
 	                   (uint32_t)cfg->batch_size, (uint32_t)cfg->optimizer,
 	                   (uint32_t)cfg->epochs,     (uint64_t)cfg->steps_per_epoch,
 	                   cfg->learning_rate,        cfg->momentum};
-	int rc = comm_init_ring(&r->comm, tc, &me, cfg->rendezvous_timeout * 1000,
+	int rc = comm_init_ring(&r->comm, tc, &me, cfg->job_key, cfg->rendezvous_timeout * 1000,
 	                        cfg->collective_timeout * 1000, err);
 	return rc < 0 ? join_failed(rc) : 0;
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "dataset.h"
+#include "job_key.h"
 #include "metrics.h"
 #include "model.h"
 #include "optimizer.h"
@@ -44,6 +45,10 @@ struct train_config {
 	char job_name[TRAIN_JOB_NAME_LEN];
 	int rendezvous_timeout;
 	int collective_timeout;
+	/* The job's ring key (NULL or empty: the ring is not authenticated),
+	 * and the file it came from, for the log. */
+	const struct job_key *job_key;
+	char job_secret_file[TRAIN_PATH_LEN];
 	/* Backups (checkpoint.h), written by the chief: "" for none. */
 	char backup_dir[TRAIN_PATH_LEN];
 	long save_freq;   /* steps between backups, or SAVE_FREQ_EPOCH */

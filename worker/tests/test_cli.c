@@ -360,6 +360,24 @@ static void test_bad_environment_is_refused_naming_the_variable(void **state)
 	assert_usage_error(fx, "MWJ_LOG_LEVEL", "'loud'");
 }
 
+/* A job key file that cannot be the key stops the worker at start, naming
+ * the file, whether the flag or the operator's variable gave it. */
+static void test_a_bad_job_key_file_exits_1_naming_it(void **state)
+{
+	struct fixture *fx = *state;
+	char missing[PATH_MAX], env[PATH_MAX + 32];
+
+	snprintf(missing, sizeof(missing), "%s/no-such-key", fx->dir);
+	RUN(fx, QUICK_SECONDS, "train", "--job-secret-file", missing, "--threads", "1");
+	assert_usage_error(fx, missing, "No such file or directory");
+
+	testutil_write_file(tmp_path(fx, "short-key"), "0123456789", 10);
+	snprintf(env, sizeof(env), "MWJ_JOB_SECRET_FILE=%s", fx->path);
+	RUN_ENV(fx, env, QUICK_SECONDS, "train", "--threads", "1");
+	assert_usage_error(fx, fx->path, "10 bytes, a job key needs at least 32");
+	assert_null(strstr(fx->err, "0123456789"));
+}
+
 static void test_a_missing_data_dir_names_the_missing_file(void **state)
 {
 	struct fixture *fx = *state;
@@ -649,6 +667,7 @@ int main(void)
 	    TEST(test_a_stray_argument_is_named),
 	    TEST(test_bad_flag_values_are_refused_naming_flag_and_value),
 	    TEST(test_bad_environment_is_refused_naming_the_variable),
+	    TEST(test_a_bad_job_key_file_exits_1_naming_it),
 	    TEST(test_a_missing_data_dir_names_the_missing_file),
 	    TEST(test_a_truncated_data_file_is_named),
 	    TEST(test_train_prints_keras_progress_and_saves_a_model_that_evaluates),

@@ -31,6 +31,7 @@
 #include "digest.h"
 #include "err.h"
 #include "parse.h"
+#include "strangers.h"
 #include "testutil.h"
 
 #define MAX_WORKERS 3
@@ -380,6 +381,65 @@ static void test_a_killed_chief_comes_back_and_the_run_ends_as_if_uninterrupted(
 	free(log);
 }
 
+/* How soon the ring must form again once a killed worker's replacement
+ * has come, whatever strangers are at the ports (see test_rendezvous.c). */
+#define RING_FORMS_S 1.5
+
+/* Every run of worker i after its first (a replacement) met the ring within
+ * RING_FORMS_S of its own arrival: its first "ring of 2 formed in S s". */
+static void assert_replacements_met_the_ring_at_once(const struct fixture *fx, int i)
+{
+	for (int r = 1; r < fx->w[i].runs; r++) {
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/w%d.err.%d", fx->dir, i, r);
+		char *log = testutil_read_file(path, NULL);
+		const char *p = strstr(log, "formed in ");
+		double took = p ? strtod(p + strlen("formed in "), NULL) : -1;
+		if (p == NULL)
+			fail_msg("run %d of worker %d never met the ring:\n%s", r, i, log);
+		if (took > RING_FORMS_S)
+			fail_msg("run %d of worker %d met the ring after %.2f s, not within %.1f s",
+			         r, i, took, RING_FORMS_S);
+		free(log);
+	}
+}
+
+/* Strangers at both workers' ports all along (idle connections, garbage,
+ * coming back when dropped), the job's key on every worker, and workers
+ * killed twice: the replacements meet the ring at once, and the run ends
+ * with the weights of an undisturbed one. */
+static void test_strangers_at_the_ports_neither_stall_nor_change_a_keyed_killed_run(void **state)
+{
+	struct fixture *fx = *state;
+	char key[PATH_MAX], want[DIGEST_HEX_LEN];
+	const int who[2] = {1, 0};
+	long at[2];
+	struct strangers *st;
+
+	snprintf(key, sizeof(key), "%s/job-key", fx->dir);
+	testutil_write_file(key, "0123456789abcdef0123456789abcdef", 32);
+	const char *const *flags =
+	    ARGS("--epochs", "2", "--steps-per-epoch", "60", "--save-freq", "10", "--backup-dir",
+	         fx->backup_dir, "--job-secret-file", key);
+	configure(fx, 2, flags);
+	reference(fx, want);
+	random_steps(at, 2, 10, 90, 10);
+	configure(fx, 2, flags);
+	st = strangers_start(fx->ports, 2, 100, 100);
+	assert_non_null(st);
+	supervise(fx, at, who, 2, SIGKILL, 128 + SIGKILL);
+	long made = strangers_stop(st);
+	assert_true(made >= 400);
+	assert_all_end_with(fx, want);
+	for (int i = 0; i < 2; i++) {
+		assert_replacements_met_the_ring_at_once(fx, i);
+		char *log = all_logs(fx, i);
+		testutil_assert_contains(log, "both proved the job key");
+		testutil_assert_contains(log, "dropped connection from");
+		free(log);
+	}
+}
+
 /* The global step at which log says the chief wrote the preemption backup. */
 static long preemption_step(const char *log)
 {
@@ -616,6 +676,7 @@ int main(void)
 	    TEST(test_workers_killed_at_random_steps_end_with_the_uninterrupted_weights),
 	    TEST(test_with_epoch_backups_killed_workers_end_with_the_uninterrupted_weights),
 	    TEST(test_a_killed_chief_comes_back_and_the_run_ends_as_if_uninterrupted),
+	    TEST(test_strangers_at_the_ports_neither_stall_nor_change_a_keyed_killed_run),
 	    TEST(test_sigterm_stops_every_worker_at_one_step_with_a_backup_there),
 	    TEST(test_sigterm_to_all_workers_leaves_a_backup_a_new_run_ends_exactly),
 	    TEST(test_a_damaged_newest_backup_is_passed_over_for_the_one_before),

@@ -534,6 +534,92 @@ static void test_a_mismatched_peer_is_refused_and_both_say_why(void **state)
 	}
 }
 
+/* Writes a job key file in the test's directory: the text of key_text,
+ * printable so that the tests can look for it in the logs. */
+static const char *key_file(const struct fixture *fx, const char *name, const char *key_text,
+                            char path[PATH_MAX])
+{
+	snprintf(path, PATH_MAX, "%s/%s", fx->dir, name);
+	testutil_write_file(path, key_text, strlen(key_text));
+	return path;
+}
+
+#define KEY_1 "job key one: 0123456789abcdef0123456789"
+#define KEY_2 "job key two: 0123456789abcdef0123456789"
+
+/* The operator's way: MWJ_JOB_SECRET_FILE names the key mounted from the
+ * job's Secret, and the ring forms only once both proved they hold it. */
+static void test_workers_holding_the_job_key_train_over_an_authenticated_ring(void **state)
+{
+	struct fixture *fx = *state;
+	char env[2][512], key[PATH_MAX], key_env[PATH_MAX + 32];
+
+	pick_ports(fx, 2);
+	snprintf(key_env, sizeof(key_env), "MWJ_JOB_SECRET_FILE=%s",
+	         key_file(fx, "key", KEY_1, key));
+	for (int i = 0; i < 2; i++) {
+		tf_config_env(env[i], sizeof(env[i]), fx, 0, 2, "worker", i);
+		start(fx, i, ENV(env[i], key_env),
+		      ARGS("--steps-per-epoch", "5", "--log-level", "info"));
+	}
+	finish_all(fx, 2, TRAIN_SECONDS);
+	for (int i = 0; i < 2; i++) {
+		assert_exit(fx, i, 0);
+		testutil_assert_contains(fx->w[i].err, "both proved the job key");
+		assert_null(strstr(fx->w[i].err, "not authenticated"));
+		assert_null(strstr(fx->w[i].err, KEY_1));
+	}
+}
+
+/* Workers whose keys differ, or of which one has none, never meet: both
+ * wait out their rendezvous and exit 75 (a stranger without the key must
+ * never be able to make a worker exit 1), both saying what is wrong, and
+ * no log shows a key. */
+static void test_workers_without_the_same_key_exit_75_saying_why(void **state)
+{
+	struct fixture *fx = *state;
+	char env[2][512], k1[PATH_MAX], k2[PATH_MAX];
+	static const struct {
+		const char *what;
+		int key[2]; /* 0: none, 1: KEY_1, 2: KEY_2 */
+		const char *says[2];
+	} cases[] = {
+	    {"different keys",
+	     {1, 2},
+	     {"does not hold this job's key", "does not hold this job's key"}},
+	    {"a key on worker 0 only",
+	     {1, 0},
+	     {"no job key on the peer's side", "this worker has none (--job-secret-file)"}},
+	};
+
+	key_file(fx, "key1", KEY_1, k1);
+	key_file(fx, "key2", KEY_2, k2);
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		print_message("%s\n", cases[c].what);
+		pick_ports(fx, 2);
+		for (int i = 0; i < 2; i++) {
+			const char *key = cases[c].key[i] == 1 ? k1 : k2;
+			tf_config_env(env[i], sizeof(env[i]), fx, 0, 2, "worker", i);
+			if (cases[c].key[i])
+				start(fx, i, ENV(env[i]),
+				      ARGS("--steps-per-epoch", "5", "--rendezvous-timeout", "3",
+				           "--job-secret-file", key));
+			else
+				start(fx, i, ENV(env[i]),
+				      ARGS("--steps-per-epoch", "5", "--rendezvous-timeout", "3"));
+		}
+		finish_all(fx, 2, QUICK_SECONDS);
+		for (int i = 0; i < 2; i++) {
+			assert_exit(fx, i, 75);
+			testutil_assert_contains(fx->w[i].err, cases[c].says[i]);
+			assert_null(strstr(fx->w[i].err, "job key one"));
+			assert_null(strstr(fx->w[i].err, "job key two"));
+		}
+		if (cases[c].key[1] == 0)
+			testutil_assert_contains(fx->w[1].err, "the ring is not authenticated");
+	}
+}
+
 static void test_a_worker_left_alone_exits_75_naming_the_peer_it_waited_for(void **state)
 {
 	struct fixture *fx = *state;
@@ -600,6 +686,8 @@ int main(void)
 	    TEST(test_a_killed_worker_never_replaced_makes_the_others_exit_75_naming_it),
 	    TEST(test_a_hung_worker_makes_the_others_give_up_after_the_collective_timeout),
 	    TEST(test_a_mismatched_peer_is_refused_and_both_say_why),
+	    TEST(test_workers_holding_the_job_key_train_over_an_authenticated_ring),
+	    TEST(test_workers_without_the_same_key_exit_75_saying_why),
 	    TEST(test_a_worker_left_alone_exits_75_naming_the_peer_it_waited_for),
 	    TEST(test_a_bad_tf_config_exits_1_saying_what_is_wrong),
 	};

@@ -1,6 +1,9 @@
-/* test_rendezvous.c - forming the ring: which differences between two
- * workers' hellos are refused and how each is explained, a refused peer
- * over real sockets, and giving up when a peer never comes.
+/* test_rendezvous.c - forming the ring over real sockets on 127.0.0.1:
+ * which differences between two workers' hellos are refused and how each
+ * is explained, a refused peer, giving up when a peer never comes; that
+ * strangers (idle, garbage, cut-off, silent) at either port never hold the
+ * real peer up; and that with a job key only workers holding it meet, while
+ * a missing or different key is said on both sides and never shown.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,17 +14,30 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "err.h"
+#include "log.h"
 #include "net.h"
 #include "rendezvous.h"
+#include "strangers.h"
+#include "testutil.h"
 #include "tf_config.h"
 
-static const struct hello BASE = {RENDEZVOUS_PROTOCOL, 2, 1, 11, 22, 42, 64, 0, 3, 0, 0.001, 0.0};
+/* The real peer must be met this soon after it arrives, whatever else is
+ * connected: about a second, with room for sanitizers on a busy machine.
+ * Holding it up behind even one silent stranger took 10 s before. */
+#define RING_FORMS_MS 1500
+#define STRANGERS     100 /* idle ones, and as many sending garbage, per port */
+
+static const struct hello BASE = {HANDSHAKE_PROTOCOL, 2, 1, 11, 22, 42, 64, 0, 3, 0, 0.001, 0.0};
 
 struct mismatch {
 	void (*change)(struct hello *h);
@@ -91,12 +107,12 @@ static void test_every_difference_between_peers_is_refused_with_its_reason(void 
 	char why[ERR_LEN];
 
 	(void)state;
-	assert_int_equal(rendezvous_check(&BASE, &BASE, 1, why), 0);
+	assert_int_equal(handshake_check(&BASE, &BASE, 1, why), 0);
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
 		struct hello theirs = BASE;
 		table[i].change(&theirs);
 		why[0] = '\0';
-		assert_int_equal(rendezvous_check(&BASE, &theirs, 1, why), -1);
+		assert_int_equal(handshake_check(&BASE, &theirs, 1, why), -1);
 		if (!strstr(why, table[i].says))
 			fail_msg("case %zu: '%s' does not say '%s'", i, why, table[i].says);
 	}
@@ -124,25 +140,31 @@ static void test_the_job_identity_covers_name_and_addresses(void **state)
 struct side {
 	struct tf_config tc;
 	struct hello me;
+	const struct job_key *key;
 	int lfd, rc, next, prev;
-	long long deadline_ms;
+	long long deadline_ms; /* after its start */
+	long long delay_ms;    /* before its start */
+	long long took_ms;     /* from its start to the end of rendezvous_join */
 	char err[ERR_LEN];
 };
 
 static void *join(void *arg)
 {
 	struct side *s = arg;
+	long long t0;
 
-	s->rc = rendezvous_join(s->lfd, &s->tc, &s->me, net_now_ms() + s->deadline_ms, &s->next,
+	nanosleep(&(struct timespec){s->delay_ms / 1000, (s->delay_ms % 1000) * 1000000L}, NULL);
+	t0 = net_now_ms();
+	s->rc = rendezvous_join(s->lfd, &s->tc, &s->me, s->key, t0 + s->deadline_ms, &s->next,
 	                        &s->prev, s->err);
+	s->took_ms = net_now_ms() - t0;
 	return NULL;
 }
 
-/* Two workers of a world of 2 on 127.0.0.1; only the first `start` run. */
-static void run_pair(struct side *s, int start)
+/* Listens for a world of 2 on 127.0.0.1 and writes each side's TF_CONFIG. */
+static void listen_pair(struct side *s)
 {
 	char json[512], err[ERR_LEN];
-	pthread_t t[2];
 	int ports[2];
 
 	for (int r = 0; r < 2; r++) {
@@ -158,10 +180,21 @@ static void run_pair(struct side *s, int start)
 		assert_int_equal(tf_config_parse(&s[r].tc, json, strlen(json), err), 0);
 		s[r].me.rank = (uint32_t)r;
 	}
+}
+
+/* Runs rendezvous_join for the first `start` sides at once and waits. */
+static void join_pair(struct side *s, int start)
+{
+	pthread_t t[2];
+
 	for (int r = 0; r < start; r++)
 		assert_int_equal(pthread_create(&t[r], NULL, join, &s[r]), 0);
 	for (int r = 0; r < start; r++)
 		pthread_join(t[r], NULL);
+}
+
+static void close_pair(struct side *s, int start)
+{
 	for (int r = 0; r < 2; r++) {
 		net_close(s[r].lfd);
 		tf_config_release(&s[r].tc);
@@ -170,6 +203,14 @@ static void run_pair(struct side *s, int start)
 			net_close(s[r].prev);
 		}
 	}
+}
+
+/* Two workers of a world of 2 on 127.0.0.1; only the first `start` run. */
+static void run_pair(struct side *s, int start)
+{
+	listen_pair(s);
+	join_pair(s, start);
+	close_pair(s, start);
 }
 
 static void test_workers_with_the_same_configuration_form_a_ring(void **state)
@@ -207,6 +248,323 @@ static void test_a_peer_that_never_comes_times_out_and_is_named(void **state)
 	assert_non_null(strstr(s[0].err, "rank 1"));
 }
 
+/* --- Strangers --- */
+
+/* The log, captured in a temporary file for the length of a test. */
+static FILE *log_file;
+
+static int capture_log(void **state)
+{
+	(void)state;
+	log_file = tmpfile();
+	if (log_file == NULL)
+		return -1;
+	log_set_stream(log_file);
+	return 0;
+}
+
+static int restore_log(void **state)
+{
+	(void)state;
+	log_set_stream(NULL);
+	if (log_file)
+		fclose(log_file);
+	log_file = NULL;
+	return 0;
+}
+
+/* What was logged so far; the caller frees it. */
+static char *logged(void)
+{
+	long n;
+	char *text;
+
+	fflush(log_file);
+	n = ftell(log_file);
+	assert_true(n >= 0);
+	text = calloc(1, (size_t)n + 1);
+	assert_non_null(text);
+	rewind(log_file);
+	assert_int_equal(fread(text, 1, (size_t)n, log_file), (size_t)n);
+	return text;
+}
+
+static int count(const char *text, const char *part)
+{
+	int n = 0;
+
+	for (const char *p = strstr(text, part); p; p = strstr(p + 1, part))
+		n++;
+	return n;
+}
+
+static int ports_of(const struct side *s, int *ports)
+{
+	for (int r = 0; r < 2; r++)
+		ports[r] = s[r].tc.addrs[r].port;
+	return 2;
+}
+
+/* Waits until the strangers are queued at both listeners: once both
+ * queues hold a connection, the strangers' thread needs a few of its
+ * rounds (25 new connections a port each) for the rest. */
+static void wait_for_strangers(const struct side *s)
+{
+	struct pollfd p[2] = {{s[0].lfd, POLLIN, 0}, {s[1].lfd, POLLIN, 0}};
+	double deadline = testutil_now() + 10;
+
+	while (testutil_now() < deadline)
+		if (poll(p, 2, 100) > 0 && (p[0].revents & POLLIN) && (p[1].revents & POLLIN))
+			break;
+	nanosleep(&(struct timespec){0, 300L * 1000 * 1000}, NULL);
+}
+
+static void test_strangers_at_both_ports_do_not_hold_up_the_real_peer(void **state)
+{
+	/* Worker 1 comes a second after worker 0, which waits among idle and
+	 * garbage connections that keep coming back when dropped. */
+	struct side s[2] = {{.me = BASE, .deadline_ms = 30000},
+	                    {.me = BASE, .deadline_ms = 30000, .delay_ms = 1000}};
+	struct strangers *st;
+	int ports[2];
+	char *log;
+
+	(void)state;
+	listen_pair(s);
+	st = strangers_start(ports, ports_of(s, ports), STRANGERS, STRANGERS);
+	assert_non_null(st);
+	wait_for_strangers(s);
+	long long t0 = net_now_ms();
+	join_pair(s, 2);
+	long long seconds = (net_now_ms() - t0) / 1000 + 1;
+	long made = strangers_stop(st);
+	assert_int_equal(s[0].rc, 0);
+	assert_int_equal(s[1].rc, 0);
+	assert_true(made >= 2 * STRANGERS);
+	if (s[1].took_ms > RING_FORMS_MS)
+		fail_msg("the ring formed %lld ms after the peer arrived, not within %d ms",
+		         s[1].took_ms, RING_FORMS_MS);
+	close_pair(s, 2);
+	/* Every dropped stranger may be logged, but not every one is: two
+	 * accepting sides, each at most its burst and then one a second. */
+	log = logged();
+	int lines = count(log, "dropped connection from");
+	if (lines == 0 || lines > 2 * (10 + (int)seconds + 1))
+		fail_msg("%d log lines about dropped connections in %lld s:\n%s", lines, seconds,
+		         log);
+	if (made <= 2 * (10 + seconds + 1))
+		fail_msg("only %ld strangers came: too few to show the rate limit", made);
+	free(log);
+}
+
+static void test_strangers_during_a_rejoin_do_not_hold_up_the_replacement(void **state)
+{
+	/* As after a lost peer: worker 0's listener has queued strangers
+	 * all along; it rejoins, and the replacement comes later. */
+	struct side s[2] = {{.me = BASE, .deadline_ms = 30000},
+	                    {.me = BASE, .deadline_ms = 30000, .delay_ms = 1500}};
+	struct strangers *st;
+	int ports[2];
+
+	(void)state;
+	listen_pair(s);
+	join_pair(s, 2); /* the first ring */
+	assert_int_equal(s[0].rc, 0);
+	assert_int_equal(s[1].rc, 0);
+	for (int r = 0; r < 2; r++) {
+		net_close(s[r].next);
+		net_close(s[r].prev);
+	}
+	st = strangers_start(ports, ports_of(s, ports), STRANGERS, STRANGERS);
+	assert_non_null(st);
+	wait_for_strangers(s);
+	join_pair(s, 2); /* the ring again */
+	strangers_stop(st);
+	assert_int_equal(s[0].rc, 0);
+	assert_int_equal(s[1].rc, 0);
+	if (s[1].took_ms > RING_FORMS_MS)
+		fail_msg("the ring formed again %lld ms after the replacement arrived, not within "
+		         "%d ms",
+		         s[1].took_ms, RING_FORMS_MS);
+	close_pair(s, 2);
+}
+
+/* A listener at a port that accepts and then says nothing, until closed. */
+struct mute {
+	int lfd;
+	int hold_ms;
+};
+
+static void *mute_run(void *arg)
+{
+	struct mute *m = arg;
+	int fds[64], n = 0;
+	long long end = net_now_ms() + m->hold_ms;
+	char peer[64], err[ERR_LEN];
+
+	while (net_now_ms() < end) {
+		int fd = net_accept(m->lfd, 50, peer, sizeof(peer), err);
+		if (fd >= 0 && n < 64)
+			fds[n++] = fd;
+		else
+			net_close(fd);
+	}
+	for (int i = 0; i < n; i++)
+		net_close(fds[i]);
+	return NULL;
+}
+
+static void test_a_peer_address_that_accepts_and_says_nothing_is_tried_again(void **state)
+{
+	/* Worker 1's port is first held by something that accepts and says
+	 * nothing; worker 0 must give up on it and try again, and meet
+	 * worker 1 once it listens there. */
+	struct side s[2] = {{.me = BASE, .deadline_ms = 30000},
+	                    {.me = BASE, .deadline_ms = 30000, .delay_ms = 3000}};
+	struct mute m = {.hold_ms = 2800};
+	pthread_t t;
+	char *log;
+
+	(void)state;
+	listen_pair(s);
+	m.lfd = s[1].lfd; /* worker 1 takes the listener over once the mute one is done */
+	assert_int_equal(pthread_create(&t, NULL, mute_run, &m), 0);
+	join_pair(s, 2);
+	pthread_join(t, NULL);
+	assert_int_equal(s[0].rc, 0);
+	assert_int_equal(s[1].rc, 0);
+	log = logged();
+	testutil_assert_contains(log, "timed out after 0 of 412 bytes of the reply");
+	free(log);
+	close_pair(s, 2);
+}
+
+/* Connects to port and sends the first n bytes of a real hello, then
+ * stays connected (close_after 0) or closes. Returns the socket or -1. */
+static int cut_off_hello(int port, size_t n, int close_after)
+{
+	struct handshake h;
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	unsigned char *buf;
+	size_t len;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(fd >= 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	handshake_init(&h, HANDSHAKE_CONNECT, &BASE, NULL, 1);
+	assert_int_equal(handshake_io(&h, &buf, &len), HANDSHAKE_SEND);
+	assert_true(send(fd, buf, n, MSG_NOSIGNAL) == (ssize_t)n);
+	if (close_after) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void test_cut_off_hellos_are_dropped_and_the_ring_forms(void **state)
+{
+	struct side s[2] = {{.me = BASE, .deadline_ms = 30000},
+	                    {.me = BASE, .deadline_ms = 30000, .delay_ms = 500}};
+	int kept[8];
+	char *log;
+
+	(void)state;
+	listen_pair(s);
+	for (int i = 0; i < 8; i++)
+		kept[i] = cut_off_hello(s[0].tc.addrs[0].port, 60, i % 2);
+	join_pair(s, 2);
+	assert_int_equal(s[0].rc, 0);
+	assert_int_equal(s[1].rc, 0);
+	assert_true(s[1].took_ms <= RING_FORMS_MS);
+	for (int i = 0; i < 8; i++)
+		if (kept[i] >= 0)
+			close(kept[i]);
+	log = logged();
+	testutil_assert_contains(log, "closed after 60 of 120 bytes of the hello");
+	free(log);
+	close_pair(s, 2);
+}
+
+/* --- The job key --- */
+
+static const char KEY_TEXT[] = "correct horse battery staple, job 1";
+
+static void set_key(struct job_key *k, char last)
+{
+	k->len = strlen(KEY_TEXT);
+	memcpy(k->bytes, KEY_TEXT, k->len);
+	k->bytes[k->len - 1] = (unsigned char)last;
+}
+
+static void test_workers_holding_the_job_key_form_a_ring(void **state)
+{
+	struct job_key k;
+	struct side s[2] = {{.me = BASE, .key = &k, .deadline_ms = 20000},
+	                    {.me = BASE, .key = &k, .deadline_ms = 20000}};
+	struct strangers *st;
+	int ports[2];
+
+	(void)state;
+	set_key(&k, '1');
+	listen_pair(s);
+	st = strangers_start(ports, ports_of(s, ports), 10, 10);
+	assert_non_null(st);
+	join_pair(s, 2);
+	strangers_stop(st);
+	assert_int_equal(s[0].rc, 0);
+	assert_int_equal(s[1].rc, 0);
+	close_pair(s, 2);
+}
+
+/* Both sides give up at their deadline, retryable (-1, never REFUSED: a
+ * stranger without the key must not be able to end a worker), and both
+ * say what is wrong with the key; nothing shows the key. */
+static void assert_key_trouble_on_both_sides(struct side *s, const char *says0, const char *says1)
+{
+	char *log;
+
+	run_pair(s, 2);
+	for (int r = 0; r < 2; r++) {
+		assert_int_equal(s[r].rc, -1);
+		assert_null(strstr(s[r].err, "correct horse"));
+	}
+	testutil_assert_contains(s[0].err, says0);
+	testutil_assert_contains(s[1].err, says1);
+	log = logged();
+	assert_null(strstr(log, "correct horse"));
+	testutil_assert_contains(log, says0);
+	testutil_assert_contains(log, says1);
+	free(log);
+}
+
+static void test_a_different_key_is_refused_on_both_sides_without_showing_it(void **state)
+{
+	struct job_key k1, k2;
+	struct side s[2] = {{.me = BASE, .key = &k1, .deadline_ms = 1500},
+	                    {.me = BASE, .key = &k2, .deadline_ms = 1500}};
+
+	(void)state;
+	set_key(&k1, '1');
+	set_key(&k2, '2');
+	assert_key_trouble_on_both_sides(s, "does not hold this job's key",
+	                                 "does not hold this job's key");
+}
+
+static void test_a_key_on_one_side_only_is_refused_on_both_sides(void **state)
+{
+	struct job_key k;
+	struct side s[2] = {{.me = BASE, .key = &k, .deadline_ms = 1500},
+	                    {.me = BASE, .deadline_ms = 1500}};
+
+	(void)state;
+	set_key(&k, '1');
+	assert_key_trouble_on_both_sides(s, "no job key on the peer's side",
+	                                 "this worker has none (--job-secret-file)");
+}
+
+#define LOGGED(f) cmocka_unit_test_setup_teardown(f, capture_log, restore_log)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -215,6 +573,13 @@ int main(void)
 	    cmocka_unit_test(test_workers_with_the_same_configuration_form_a_ring),
 	    cmocka_unit_test(test_a_peer_running_another_model_is_refused_by_both),
 	    cmocka_unit_test(test_a_peer_that_never_comes_times_out_and_is_named),
+	    LOGGED(test_strangers_at_both_ports_do_not_hold_up_the_real_peer),
+	    LOGGED(test_strangers_during_a_rejoin_do_not_hold_up_the_replacement),
+	    LOGGED(test_a_peer_address_that_accepts_and_says_nothing_is_tried_again),
+	    LOGGED(test_cut_off_hellos_are_dropped_and_the_ring_forms),
+	    LOGGED(test_workers_holding_the_job_key_form_a_ring),
+	    LOGGED(test_a_different_key_is_refused_on_both_sides_without_showing_it),
+	    LOGGED(test_a_key_on_one_side_only_is_refused_on_both_sides),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -49,7 +49,7 @@ struct rank_ctx {
 static void *rank_main(void *arg)
 {
 	struct rank_ctx *c = arg;
-	struct hello me = {RENDEZVOUS_PROTOCOL,
+	struct hello me = {HANDSHAKE_PROTOCOL,
 	                   (uint32_t)c->tc.world,
 	                   (uint32_t)c->tc.rank,
 	                   7,
@@ -63,8 +63,8 @@ static void *rank_main(void *arg)
 	                   0.0};
 	int next, prev;
 
-	c->rc =
-	    rendezvous_join(c->lfd, &c->tc, &me, net_now_ms() + TIMEOUT_MS, &next, &prev, c->err);
+	c->rc = rendezvous_join(c->lfd, &c->tc, &me, NULL, net_now_ms() + TIMEOUT_MS, &next, &prev,
+	                        c->err);
 	if (c->rc < 0)
 		return NULL;
 	ring_init(&c->ring, c->tc.world, c->tc.rank, next, prev, "next", "prev", TIMEOUT_MS);

@@ -1,0 +1,121 @@
+/* handshake.h - the ring's connection handshake: who is at the other end of
+ * a new connection, whether it belongs to the same job and runs the same
+ * model, and, when the job has a key (job_key.h), that it holds the key.
+ *
+ * The worker that connects (to the next rank) and the worker that accepts
+ * (from the previous rank) trade four fixed-size messages:
+ *
+ *   connect -> accept  HELLO            what this worker runs, a fresh nonce
+ *   accept -> connect  HELLO + VERDICT  the same, and its verdict on the first
+ *   connect -> accept  VERDICT          its verdict on the accepting worker
+ *   accept -> connect  VERDICT          the final verdict, only if both
+ *                                       verdicts so far were OK
+ *
+ * A verdict is a status, a reason for people, and with a key an
+ * HMAC-SHA256 under that key of everything sent before it in both
+ * directions, both nonces and both hellos (and so the job identity)
+ * included. Each side therefore proves it holds the key over a transcript
+ * the other side's fresh nonce makes new, so a recorded handshake cannot be
+ * replayed, and neither side's refusal of the other is believed before the
+ * refusing side has proved itself. Without a key the MACs are zero and
+ * ignored. The key never travels and is never named in a reason.
+ *
+ * This file is pure: no sockets, no clock. The caller moves the bytes that
+ * handshake_io() asks for and reports them with handshake_moved(), so a
+ * poll loop can run many handshakes at once and a fuzzer can feed one.
+ * Only what comes after the handshake, the ring's data, is unauthenticated.
+ */
+#ifndef MWJ_HANDSHAKE_H
+#define MWJ_HANDSHAKE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "job_key.h"
+
+#define HANDSHAKE_PROTOCOL      2
+#define HANDSHAKE_NONCE_BYTES   32
+#define HANDSHAKE_MAC_BYTES     32
+#define HANDSHAKE_REASON_BYTES  256
+#define HANDSHAKE_HELLO_BYTES   (88 + HANDSHAKE_NONCE_BYTES)
+#define HANDSHAKE_VERDICT_BYTES (4 + HANDSHAKE_REASON_BYTES + HANDSHAKE_MAC_BYTES)
+/* The four messages, back to back: the transcript the MACs cover. */
+#define HANDSHAKE_WIRE_BYTES (2 * HANDSHAKE_HELLO_BYTES + 3 * HANDSHAKE_VERDICT_BYTES)
+
+/* What must agree across the ring. */
+struct hello {
+	uint32_t protocol, world, rank;
+	uint64_t job_hash;  /* the job's name and its cluster addresses */
+	uint64_t arch_hash; /* the model architecture (model.h) */
+	uint64_t seed;
+	uint32_t batch_size, optimizer, epochs;
+	uint64_t steps_per_epoch; /* as given; 0: one pass */
+	double learning_rate, momentum;
+};
+
+enum handshake_role { HANDSHAKE_CONNECT, HANDSHAKE_ACCEPT };
+
+enum handshake_status {
+	HANDSHAKE_PENDING,         /* under way */
+	HANDSHAKE_OK,              /* each side accepted the other */
+	HANDSHAKE_REFUSED,         /* configurations differ: permanent */
+	HANDSHAKE_UNAUTHENTICATED, /* a key missing on one side, or the keys differ */
+	HANDSHAKE_BAD,             /* not an mwj worker of this protocol */
+};
+
+enum handshake_io { HANDSHAKE_SEND, HANDSHAKE_RECV, HANDSHAKE_DONE };
+
+struct handshake {
+	enum handshake_role role;
+	struct hello me;
+	const struct job_key *key; /* NULL or empty: no key */
+	uint32_t want_rank;        /* the rank the peer must be */
+	int msg;                   /* the message under way, 0 to 3; 4 when done */
+	size_t off;                /* its bytes moved so far */
+	unsigned char nonce[HANDSHAKE_NONCE_BYTES];
+	unsigned char wire[HANDSHAKE_WIRE_BYTES];
+	uint32_t own, theirs; /* the verdicts so far, on the wire's codes */
+	char own_why[HANDSHAKE_REASON_BYTES], their_why[HANDSHAKE_REASON_BYTES];
+	int peer_keyed; /* the peer's hello says it has a key */
+	int macs_ok;    /* every MAC of the peer's so far verified */
+
+	/* The outcome, once handshake_io() returns HANDSHAKE_DONE. */
+	enum handshake_status status;
+	int by_peer;       /* status is the peer's verdict on this worker */
+	int authenticated; /* both hold the key, and the peer proved it */
+	int have_peer;     /* peer holds the peer's decoded hello */
+	struct hello peer;
+	char why[ERR_LEN]; /* what went wrong, "" when OK */
+};
+
+/* --- Running one handshake --- */
+
+/* Starts a handshake as role, for this worker's hello me, with key (NULL or
+ * empty for none), expecting the peer to be want_rank. key must outlive h. */
+void handshake_init(struct handshake *h, enum handshake_role role, const struct hello *me,
+                    const struct job_key *key, uint32_t want_rank);
+
+/* What to do next: HANDSHAKE_SEND the *len bytes at *buf, or HANDSHAKE_RECV
+ * up to *len bytes into *buf (never more: the ring's data follow), or
+ * HANDSHAKE_DONE, when status holds the outcome. The buffer is inside h. */
+enum handshake_io handshake_io(struct handshake *h, unsigned char **buf, size_t *len);
+
+/* Records that the first n bytes of what handshake_io() asked for were
+ * sent or received; n must not exceed its *len. */
+void handshake_moved(struct handshake *h, size_t n);
+
+/* Names the message under way for errors ("the hello", "the reply", ...)
+ * and says how many of its bytes have moved: "12 of 120 bytes of the
+ * hello". Writes into out (n bytes). */
+void handshake_progress(const struct handshake *h, char *out, size_t n);
+
+/* --- The configuration check --- */
+
+/* Checks a peer's hello against this worker's: theirs must come from
+ * want_rank. Returns 0, or -1 with the first difference in why (ERR_LEN),
+ * e.g. "model differs". */
+int handshake_check(const struct hello *mine, const struct hello *theirs, uint32_t want_rank,
+                    char *why);
+
+#endif

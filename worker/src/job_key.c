@@ -1,0 +1,83 @@
+/* job_key.c - reading the job's ring key. */
+#include "job_key.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/crypto.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "err.h"
+
+/* Reads up to n bytes, fewer only at the end of the file. */
+static ssize_t read_up_to(int fd, unsigned char *buf, size_t n)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t k = read(fd, buf + got, n - got);
+		if (k == 0)
+			break;
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -1;
+		got += (size_t)k;
+	}
+	return (ssize_t)got;
+}
+
+int job_key_load(struct job_key *k, const char *path, char *err)
+{
+	/* One byte more than a key may have, to tell a long file from a full one. */
+	unsigned char buf[JOB_KEY_MAX_BYTES + 1];
+	struct stat st;
+	ssize_t n;
+	int fd, rc = -1;
+
+	k->len = 0;
+	/* O_NONBLOCK: a FIFO in its place must not hang the start; it has no
+	 * effect on the regular file a key is. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return err_set(err, "job key '%s': %s", path, strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		err_set(err, "job key '%s': stat: %s", path, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		err_set(err, "job key '%s': not a regular file", path);
+		goto out;
+	}
+	n = read_up_to(fd, buf, sizeof(buf));
+	if (n < 0) {
+		err_set(err, "job key '%s': read: %s", path, strerror(errno));
+		goto out;
+	}
+	if (n < JOB_KEY_MIN_BYTES) {
+		err_set(err, "job key '%s': %zd bytes, a job key needs at least %d", path, n,
+		        JOB_KEY_MIN_BYTES);
+		goto out;
+	}
+	if (n > JOB_KEY_MAX_BYTES) {
+		err_set(err, "job key '%s': longer than %d bytes, not a key file", path,
+		        JOB_KEY_MAX_BYTES);
+		goto out;
+	}
+	memcpy(k->bytes, buf, (size_t)n);
+	k->len = (size_t)n;
+	rc = 0;
+out:
+	OPENSSL_cleanse(buf, sizeof(buf));
+	close(fd);
+	return rc;
+}
+
+void job_key_release(struct job_key *k)
+{
+	if (k == NULL)
+		return;
+	OPENSSL_cleanse(k->bytes, sizeof(k->bytes));
+	k->len = 0;
+}

@@ -1,0 +1,402 @@
+/* test_handshake.c - the ring's connection handshake, run in memory: two
+ * workers of one job accept each other; a missing or different key is
+ * refused on both sides, saying so and never showing the key; a peer's
+ * refusal counts only once the peer has proved itself; a recorded
+ * handshake replayed to a new connection is refused; garbage and cut-off
+ * messages end the handshake. Also: reading the key file.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "handshake.h"
+#include "job_key.h"
+#include "testutil.h"
+
+static const struct hello BASE = {HANDSHAKE_PROTOCOL, 2, 0, 11, 22, 42, 64, 0, 3, 0, 0.001, 0.0};
+
+/* Two keys that differ only in their last byte, and the text of the first
+ * (it is printable), to look for in messages. */
+static const char KEY_TEXT[] = "correct horse battery staple, job 1";
+static struct job_key key_a, key_b;
+
+static int setup_keys(void **state)
+{
+	(void)state;
+	key_a.len = key_b.len = strlen(KEY_TEXT);
+	memcpy(key_a.bytes, KEY_TEXT, key_a.len);
+	memcpy(key_b.bytes, KEY_TEXT, key_b.len);
+	key_b.bytes[key_b.len - 1] = '2';
+	return 0;
+}
+
+/* The connecting worker is rank 0 of 2, the accepting one rank 1. */
+static void start_pair(struct handshake *c, struct handshake *s, const struct job_key *ck,
+                       const struct job_key *sk)
+{
+	struct hello c_me = BASE, s_me = BASE;
+
+	c_me.rank = 0;
+	s_me.rank = 1;
+	handshake_init(c, HANDSHAKE_CONNECT, &c_me, ck, 1);
+	handshake_init(s, HANDSHAKE_ACCEPT, &s_me, sk, 0);
+}
+
+/* Moves bytes from one side to the other, in pieces of at most chunk, until
+ * neither has anything to send. */
+static void exchange(struct handshake *c, struct handshake *s, size_t chunk)
+{
+	for (int turns = 0; turns < 100000; turns++) {
+		struct handshake *from = NULL, *to = NULL;
+		unsigned char *out, *in;
+		size_t nout, nin;
+		if (handshake_io(c, &out, &nout) == HANDSHAKE_SEND)
+			from = c, to = s;
+		else if (handshake_io(s, &out, &nout) == HANDSHAKE_SEND)
+			from = s, to = c;
+		if (from == NULL)
+			return;
+		if (handshake_io(to, &in, &nin) != HANDSHAKE_RECV)
+			return; /* the other side has finished: it hangs up */
+		size_t n = nout < nin ? nout : nin;
+		n = n < chunk ? n : chunk;
+		memcpy(in, out, n);
+		handshake_moved(from, n);
+		handshake_moved(to, n);
+	}
+	fail_msg("the handshake never ended");
+}
+
+static int done(struct handshake *h)
+{
+	unsigned char *buf;
+	size_t len;
+
+	return handshake_io(h, &buf, &len) == HANDSHAKE_DONE;
+}
+
+static void assert_no_key_in(const char *text)
+{
+	if (strstr(text, KEY_TEXT) || strstr(text, "correct horse"))
+		fail_msg("'%s' shows the key", text);
+}
+
+static void test_workers_without_a_key_accept_each_other(void **state)
+{
+	struct handshake c, s;
+
+	(void)state;
+	start_pair(&c, &s, NULL, NULL);
+	exchange(&c, &s, SIZE_MAX);
+	assert_true(done(&c) && done(&s));
+	assert_int_equal(c.status, HANDSHAKE_OK);
+	assert_int_equal(s.status, HANDSHAKE_OK);
+	assert_false(c.authenticated || s.authenticated);
+	assert_int_equal(c.peer.rank, 1);
+	assert_int_equal(s.peer.rank, 0);
+}
+
+static void test_workers_holding_the_same_key_prove_it_to_each_other(void **state)
+{
+	struct handshake c, s;
+
+	(void)state;
+	start_pair(&c, &s, &key_a, &key_a);
+	/* A byte at a time: every message may arrive in pieces. */
+	exchange(&c, &s, 1);
+	assert_int_equal(c.status, HANDSHAKE_OK);
+	assert_int_equal(s.status, HANDSHAKE_OK);
+	assert_true(c.authenticated && s.authenticated);
+	assert_string_equal(c.why, "");
+}
+
+static void test_different_keys_are_refused_on_both_sides_without_showing_the_key(void **state)
+{
+	struct handshake c, s;
+
+	(void)state;
+	start_pair(&c, &s, &key_a, &key_b);
+	exchange(&c, &s, SIZE_MAX);
+	assert_int_equal(c.status, HANDSHAKE_UNAUTHENTICATED);
+	assert_int_equal(s.status, HANDSHAKE_UNAUTHENTICATED);
+	assert_false(c.authenticated || s.authenticated);
+	testutil_assert_contains(c.why, "does not hold this job's key");
+	testutil_assert_contains(s.why, "does not hold this job's key");
+	assert_no_key_in(c.why);
+	assert_no_key_in(s.why);
+	/* Nor does the key travel: neither side's bytes contain it. */
+	assert_null(memmem(c.wire, sizeof(c.wire), KEY_TEXT, 8));
+	assert_null(memmem(s.wire, sizeof(s.wire), KEY_TEXT, 8));
+}
+
+static void test_a_key_on_one_side_only_is_refused_on_both_saying_which(void **state)
+{
+	struct handshake c, s;
+
+	(void)state;
+	start_pair(&c, &s, &key_a, NULL);
+	exchange(&c, &s, SIZE_MAX);
+	assert_int_equal(c.status, HANDSHAKE_UNAUTHENTICATED);
+	assert_int_equal(s.status, HANDSHAKE_UNAUTHENTICATED);
+	testutil_assert_contains(c.why, "no job key on the peer's side");
+	testutil_assert_contains(s.why, "this worker has none (--job-secret-file)");
+
+	start_pair(&c, &s, NULL, &key_a);
+	exchange(&c, &s, SIZE_MAX);
+	assert_int_equal(c.status, HANDSHAKE_UNAUTHENTICATED);
+	assert_int_equal(s.status, HANDSHAKE_UNAUTHENTICATED);
+	testutil_assert_contains(c.why, "this worker has none (--job-secret-file)");
+	testutil_assert_contains(s.why, "no job key on the peer's side");
+}
+
+/* The connecting side holds key_a; the accepting one runs another model
+ * and holds its_key. */
+static void meet_another_model(struct handshake *c, struct handshake *s,
+                               const struct job_key *its_key)
+{
+	struct hello other = BASE;
+
+	other.rank = 1;
+	other.arch_hash++;
+	handshake_init(c, HANDSHAKE_CONNECT, &BASE, &key_a, 1);
+	handshake_init(s, HANDSHAKE_ACCEPT, &other, its_key, 0);
+	exchange(c, s, SIZE_MAX);
+}
+
+static void test_a_proved_peer_with_another_model_is_refused_for_good(void **state)
+{
+	struct handshake c, s;
+
+	(void)state;
+	meet_another_model(&c, &s, &key_a);
+	/* Both proved the key, so the refusal is believed: REFUSED, not a
+	 * key problem. */
+	assert_int_equal(c.status, HANDSHAKE_REFUSED);
+	assert_int_equal(s.status, HANDSHAKE_REFUSED);
+	assert_true(c.authenticated && s.authenticated);
+	testutil_assert_contains(c.why, "model differs");
+	testutil_assert_contains(s.why, "model differs");
+}
+
+static void test_a_stranger_s_refusal_is_not_believed(void **state)
+{
+	struct handshake c, s;
+
+	(void)state;
+	/* Another model and another key: what a stranger that knows the
+	 * protocol sends. Its refusal must not end the job (REFUSED is exit
+	 * 1): it is only a key problem. */
+	meet_another_model(&c, &s, &key_b);
+	assert_int_equal(c.status, HANDSHAKE_UNAUTHENTICATED);
+	assert_int_equal(s.status, HANDSHAKE_UNAUTHENTICATED);
+}
+
+/* Runs a keyed handshake and keeps what each side sent. */
+static void record(unsigned char *c_sent, unsigned char *s_sent)
+{
+	struct handshake c, s;
+
+	start_pair(&c, &s, &key_a, &key_a);
+	exchange(&c, &s, SIZE_MAX);
+	assert_int_equal(c.status, HANDSHAKE_OK);
+	memcpy(c_sent, c.wire, HANDSHAKE_WIRE_BYTES);
+	memcpy(s_sent, s.wire, HANDSHAKE_WIRE_BYTES);
+}
+
+/* Feeds h what the recorded transcript says its peer sent, as the peer
+ * would, and drops what h sends. */
+static void replay(struct handshake *h, const unsigned char *wire)
+{
+	unsigned char *buf;
+	size_t len, at = 0;
+	enum handshake_io io;
+
+	while ((io = handshake_io(h, &buf, &len)) != HANDSHAKE_DONE) {
+		if (io == HANDSHAKE_RECV)
+			memcpy(buf, wire + at, len);
+		handshake_moved(h, len);
+		at += len;
+	}
+}
+
+static void test_a_replayed_handshake_is_refused_on_either_side(void **state)
+{
+	unsigned char c_sent[HANDSHAKE_WIRE_BYTES], s_sent[HANDSHAKE_WIRE_BYTES];
+	struct hello c_me = BASE, s_me = BASE;
+	struct handshake h;
+
+	(void)state;
+	c_me.rank = 0;
+	s_me.rank = 1;
+	record(c_sent, s_sent);
+	/* A stranger replays the connecting worker's messages to a new
+	 * accepting side: its fresh nonce makes the recorded proof wrong. */
+	handshake_init(&h, HANDSHAKE_ACCEPT, &s_me, &key_a, 0);
+	replay(&h, c_sent);
+	assert_int_equal(h.status, HANDSHAKE_UNAUTHENTICATED);
+	testutil_assert_contains(h.why, "does not hold this job's key");
+	/* And the accepting worker's messages to a new connecting side. */
+	handshake_init(&h, HANDSHAKE_CONNECT, &c_me, &key_a, 1);
+	replay(&h, s_sent);
+	assert_int_equal(h.status, HANDSHAKE_UNAUTHENTICATED);
+}
+
+static void test_garbage_ends_the_handshake_at_once(void **state)
+{
+	struct handshake h;
+	unsigned char *buf;
+	size_t len;
+
+	(void)state;
+	handshake_init(&h, HANDSHAKE_ACCEPT, &BASE, &key_a, 0);
+	assert_int_equal(handshake_io(&h, &buf, &len), HANDSHAKE_RECV);
+	assert_int_equal(len, HANDSHAKE_HELLO_BYTES);
+	memset(buf, 'G', len);
+	handshake_moved(&h, len);
+	/* Nothing is sent back to something that is not a worker. */
+	assert_int_equal(handshake_io(&h, &buf, &len), HANDSHAKE_DONE);
+	assert_int_equal(h.status, HANDSHAKE_BAD);
+	testutil_assert_contains(h.why, "not an mwj worker");
+}
+
+static void test_a_verdict_with_an_unknown_status_ends_the_handshake(void **state)
+{
+	struct handshake c, s;
+	unsigned char *buf;
+	size_t len;
+
+	(void)state;
+	start_pair(&c, &s, NULL, NULL);
+	/* The hello goes across; the reply comes back with status 7. */
+	assert_int_equal(handshake_io(&c, &buf, &len), HANDSHAKE_SEND);
+	unsigned char *in;
+	size_t nin;
+	assert_int_equal(handshake_io(&s, &in, &nin), HANDSHAKE_RECV);
+	memcpy(in, buf, len);
+	handshake_moved(&c, len);
+	handshake_moved(&s, len);
+	assert_int_equal(handshake_io(&s, &buf, &len), HANDSHAKE_SEND);
+	buf[HANDSHAKE_HELLO_BYTES + 3] = 7;
+	assert_int_equal(handshake_io(&c, &in, &nin), HANDSHAKE_RECV);
+	memcpy(in, buf, len);
+	handshake_moved(&c, len);
+	assert_true(done(&c));
+	assert_int_equal(c.status, HANDSHAKE_BAD);
+}
+
+static void test_progress_names_the_message_and_its_bytes(void **state)
+{
+	struct handshake h;
+	char where[96];
+
+	(void)state;
+	handshake_init(&h, HANDSHAKE_ACCEPT, &BASE, NULL, 0);
+	handshake_moved(&h, 12);
+	handshake_progress(&h, where, sizeof(where));
+	assert_string_equal(where, "12 of 120 bytes of the hello");
+}
+
+/* --- The key file --- */
+
+struct keyfile {
+	char dir[TESTUTIL_TMPDIR_LEN]; /* first, for testutil_fixture_setup() */
+};
+
+static int setup_dir(void **state)
+{
+	return testutil_fixture_setup(state, sizeof(struct keyfile), "jobkey");
+}
+
+static int teardown_dir(void **state)
+{
+	return testutil_fixture_teardown(state);
+}
+
+static void test_a_key_file_is_read_whole(void **state)
+{
+	struct keyfile *fx = *state;
+	unsigned char bytes[32];
+	char path[128], err[ERR_LEN];
+	struct job_key k;
+
+	for (size_t i = 0; i < sizeof(bytes); i++)
+		bytes[i] = (unsigned char)(i * 37); /* NUL and newline bytes too */
+	snprintf(path, sizeof(path), "%s/key", fx->dir);
+	testutil_write_file(path, bytes, sizeof(bytes));
+	assert_int_equal(job_key_load(&k, path, err), 0);
+	assert_int_equal(k.len, 32);
+	assert_memory_equal(k.bytes, bytes, 32);
+	job_key_release(&k);
+	assert_int_equal(k.len, 0);
+	job_key_release(NULL);
+}
+
+static void test_a_bad_key_file_is_refused_naming_the_path(void **state)
+{
+	struct keyfile *fx = *state;
+	static unsigned char big[JOB_KEY_MAX_BYTES + 1];
+	char path[128], err[ERR_LEN];
+	struct job_key k;
+
+	snprintf(path, sizeof(path), "%s/missing", fx->dir);
+	assert_int_equal(job_key_load(&k, path, err), -1);
+	testutil_assert_contains(err, path);
+	testutil_assert_contains(err, "No such file or directory");
+
+	snprintf(path, sizeof(path), "%s/short", fx->dir);
+	static const char short_key[] = "31 bytes: one byte too few, no.";
+	assert_int_equal(sizeof(short_key) - 1, 31);
+	testutil_write_file(path, short_key, 31);
+	assert_int_equal(job_key_load(&k, path, err), -1);
+	testutil_assert_contains(err, path);
+	testutil_assert_contains(err, "31 bytes, a job key needs at least 32");
+	assert_no_key_in(err);
+
+	snprintf(path, sizeof(path), "%s/big", fx->dir);
+	testutil_write_file(path, big, sizeof(big));
+	assert_int_equal(job_key_load(&k, path, err), -1);
+	testutil_assert_contains(err, "longer than 4096 bytes");
+
+	assert_int_equal(job_key_load(&k, fx->dir, err), -1);
+	testutil_assert_contains(err, "not a regular file");
+	assert_int_equal(k.len, 0);
+
+	if (geteuid() != 0) { /* root reads any file */
+		snprintf(path, sizeof(path), "%s/locked", fx->dir);
+		testutil_write_file(path, KEY_TEXT, strlen(KEY_TEXT));
+		assert_int_equal(chmod(path, 0), 0);
+		assert_int_equal(job_key_load(&k, path, err), -1);
+		testutil_assert_contains(err, "Permission denied");
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_workers_without_a_key_accept_each_other),
+	    cmocka_unit_test(test_workers_holding_the_same_key_prove_it_to_each_other),
+	    cmocka_unit_test(test_different_keys_are_refused_on_both_sides_without_showing_the_key),
+	    cmocka_unit_test(test_a_key_on_one_side_only_is_refused_on_both_saying_which),
+	    cmocka_unit_test(test_a_proved_peer_with_another_model_is_refused_for_good),
+	    cmocka_unit_test(test_a_stranger_s_refusal_is_not_believed),
+	    cmocka_unit_test(test_a_replayed_handshake_is_refused_on_either_side),
+	    cmocka_unit_test(test_garbage_ends_the_handshake_at_once),
+	    cmocka_unit_test(test_a_verdict_with_an_unknown_status_ends_the_handshake),
+	    cmocka_unit_test(test_progress_names_the_message_and_its_bytes),
+	    cmocka_unit_test_setup_teardown(test_a_key_file_is_read_whole, setup_dir, teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_a_bad_key_file_is_refused_naming_the_path,
+	                                    setup_dir, teardown_dir),
+	};
+
+	return cmocka_run_group_tests(tests, setup_keys, NULL);
+}
