@@ -217,22 +217,28 @@ static enum handshake_status status_of(uint32_t verdict)
 }
 
 /* The outcome once every message has moved. A peer that did not prove
- * itself is refused for that before anything else, so its own verdict is
- * never believed; otherwise the peer's refusal of this worker comes first,
- * as the more useful thing to say (both usually refuse each other). */
+ * itself is refused for that before anything else, so that its verdict is
+ * never believed. Otherwise the first refusal in the order the messages
+ * went is the one to report: the reply's verdict first, which is the
+ * accepting side's own judgement and the first the connecting side hears,
+ * as each would have said it with one message each way. */
 static void conclude(struct handshake *h)
 {
 	h->authenticated = keyed(h) && h->peer_keyed && h->macs_ok;
 	if (h->own == VERDICT_UNAUTHENTICATED) {
 		finish(h, HANDSHAKE_UNAUTHENTICATED, h->own_why);
-	} else if (h->theirs != VERDICT_OK) {
-		finish(h, status_of(h->theirs), h->their_why);
-		h->by_peer = 1;
-	} else if (h->own != VERDICT_OK) {
-		finish(h, status_of(h->own), h->own_why);
-	} else {
-		finish(h, HANDSHAKE_OK, "");
+		return;
 	}
+	/* A verdict that never went (the final one, at times) reads as OK. */
+	for (int m = 1; m <= 3; m++) {
+		uint32_t v = bytes_get_be32(h->wire + VERDICT_AT(m));
+		if (v != VERDICT_OK) {
+			h->by_peer = !sends(h, m);
+			finish(h, status_of(v), h->by_peer ? h->their_why : h->own_why);
+			return;
+		}
+	}
+	finish(h, HANDSHAKE_OK, "");
 }
 
 /* Decodes the peer's hello in message m. Returns -1 (finished, BAD) if it

@@ -186,6 +186,11 @@ static void test_a_proved_peer_with_another_model_is_refused_for_good(void **sta
 	assert_true(c.authenticated && s.authenticated);
 	testutil_assert_contains(c.why, "model differs");
 	testutil_assert_contains(s.why, "model differs");
+	/* Each reports the refusal it heard of first, as with one message each
+	 * way: the accepting side its own, the connecting side the reply's.
+	 * Either side is enough to tell the user, if the other is gone. */
+	assert_false(s.by_peer);
+	assert_true(c.by_peer);
 }
 
 static void test_a_stranger_s_refusal_is_not_believed(void **state)
