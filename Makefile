@@ -152,7 +152,7 @@ MPI_FILES := bench/mpi_allreduce.c
 lint:
 	clang-format --dry-run --Werror $(C_FILES)
 	clang-tidy --quiet $(filter-out $(MPI_FILES),$(filter %.c,$(C_FILES))) -- -std=c17 \
-		-D_GNU_SOURCE $(PKG_CFLAGS) -Icommon -Iworker/src
+		-D_GNU_SOURCE -DFUZZ_CORPUS='""' $(PKG_CFLAGS) -Icommon -Iworker/src -Iworker/tests
 	$(if $(MPICC),clang-tidy --quiet $(MPI_FILES) -- -std=c17 -D_GNU_SOURCE \
 		$(shell $(MPICC) -showme:compile 2>/dev/null))
 

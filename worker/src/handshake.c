@@ -4,7 +4,7 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <openssl/params.h>
 #include <openssl/rand.h>
 #include <stdio.h>
 #include <string.h>
@@ -90,19 +90,26 @@ static long hello_decode(struct hello *out, const unsigned char *p)
 	return (long)bytes_get_be32(p + 80);
 }
 
-/* The MAC a side with label puts at wire + end: over the label and every
- * byte of the transcript before end. */
+/* The MAC a side with label puts at wire + end: HMAC-SHA256 under the key
+ * over the label and every byte of the transcript before end. A failure
+ * of libcrypto leaves zeros, which verify against nothing. */
 static void mac(const struct handshake *h, const char *label, size_t end,
                 unsigned char out[HANDSHAKE_MAC_BYTES])
 {
-	unsigned char data[sizeof(LABEL_CONNECT) + HANDSHAKE_WIRE_BYTES];
-	size_t n = strlen(label);
-	unsigned int len = HANDSHAKE_MAC_BYTES;
+	char digest[] = "SHA256";
+	OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string("digest", digest, 0),
+	                       OSSL_PARAM_construct_end()};
+	EVP_MAC *hmac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+	EVP_MAC_CTX *ctx = hmac ? EVP_MAC_CTX_new(hmac) : NULL;
+	size_t len = 0;
 
-	memcpy(data, label, n);
-	memcpy(data + n, h->wire, end);
-	if (!HMAC(EVP_sha256(), h->key->bytes, (int)h->key->len, data, n + end, out, &len))
-		memset(out, 0, HANDSHAKE_MAC_BYTES); /* verifies against nothing */
+	if (!ctx || !EVP_MAC_init(ctx, h->key->bytes, h->key->len, params) ||
+	    !EVP_MAC_update(ctx, (const unsigned char *)label, strlen(label)) ||
+	    !EVP_MAC_update(ctx, h->wire, end) ||
+	    !EVP_MAC_final(ctx, out, &len, HANDSHAKE_MAC_BYTES) || len != HANDSHAKE_MAC_BYTES)
+		memset(out, 0, HANDSHAKE_MAC_BYTES);
+	EVP_MAC_CTX_free(ctx);
+	EVP_MAC_free(hmac);
 }
 
 /* Writes this side's verdict into message m. */
