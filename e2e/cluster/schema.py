@@ -14,6 +14,8 @@ import copy
 import datetime
 import re
 
+from errors import Cause, GoRaw
+
 _TYPES = {
     "object": dict,
     "array": list,
@@ -65,6 +67,42 @@ def prune(schema, obj):
     return obj
 
 
+_META_FIELDS = ("apiVersion", "kind", "metadata")
+
+
+def unknown_fields(schema, obj):
+    """The paths of the fields prune() drops from a custom resource, as
+    the API server reports them with fieldValidation=Strict or Warn
+    (`unknown field "spec.foo"`, `spec.workers[0].bar`): keys joined by
+    ".", list indices as "[i]", sorted as Go's sort.Strings sorts them
+    (apiextensions-apiserver pruning.PruneWithOptions). The root's
+    apiVersion, kind and metadata are never reported: the server keeps
+    them (metadata has its own check, decoder.decode_custom)."""
+    found = []
+    root = {k: v for k, v in obj.items() if k not in _META_FIELDS} \
+        if isinstance(obj, dict) else obj
+    _unknown(schema, root, "", found)
+    return sorted(found)
+
+
+def _unknown(schema, obj, path, found):
+    """Walks obj the way prune() does, recording what it would drop."""
+    if isinstance(obj, dict) and schema.get("type", "object") == "object":
+        props = schema.get("properties")
+        extra = schema.get("additionalProperties")
+        keep = schema.get("x-kubernetes-preserve-unknown-fields", False)
+        for k, v in obj.items():
+            if props and k in props:
+                _unknown(props[k], v, _join(path, k), found)
+            elif isinstance(extra, dict):
+                _unknown(extra, v, _join(path, k), found)
+            elif not (keep or extra is True):
+                found.append(_join(path, k))
+    elif isinstance(obj, list) and isinstance(schema.get("items"), dict):
+        for i, v in enumerate(obj):
+            _unknown(schema["items"], v, "%s[%d]" % (path, i), found)
+
+
 def apply_defaults(schema, obj):
     """Fills in the defaults of absent properties, recursively, in place;
     returns obj."""
@@ -99,67 +137,84 @@ def _format_ok(fmt, value):
     return True
 
 
-def validate(schema, obj, path=""):
-    """Returns the list of error strings for obj against schema (empty when
-    valid). path is the dotted field path of obj."""
+def validate_causes(schema, obj, path=""):
+    """The field errors (errors.Cause) of obj against schema, empty when
+    valid. path is the dotted field path of obj."""
     errs = []
     _check(schema, obj, path, errs)
     return errs
+
+
+def validate(schema, obj, path=""):
+    """The same errors as strings, as a Status message shows them."""
+    return [str(c) for c in validate_causes(schema, obj, path)]
+
+
+def _type_name(v):
+    return {dict: "object", list: "array", str: "string", bool: "boolean"}.get(type(v), "number")
 
 
 def _check(s, v, path, errs):
     name = path or "<root>"
     if v is None:
         if not s.get("nullable", False):
-            errs.append('%s: Invalid value: "null": %s in body must be of type %s: "null"'
-                        % (name, name, s.get("type", "object")))
+            errs.append(Cause("FieldValueInvalid", name, "%s in body must be of type %s: "
+                              '"null"' % (name, s.get("type", "object")), "null"))
         return
     if s.get("x-kubernetes-int-or-string"):
         if not (isinstance(v, str) or _type_ok("integer", v)):
-            errs.append("%s: Invalid value: %s: %s in body must be of type integer or string"
-                        % (name, _json(v), name))
+            errs.append(Cause("FieldValueInvalid", name, "%s in body must be of type integer "
+                              "or string" % name, GoRaw(_json(v))))
         return
     kind = s.get("type")
     if kind and not _type_ok(kind, v):
-        got = {dict: "object", list: "array", str: "string", bool: "boolean"}.get(
-            type(v), "number")
-        errs.append('%s: Invalid value: "%s": %s in body must be of type %s: "%s"'
-                    % (name, got, name, kind, got))
+        errs.append(Cause("FieldValueInvalid", name, '%s in body must be of type %s: "%s"'
+                          % (name, kind, _type_name(v)), _type_name(v)))
         return
     if "enum" in s and v not in s["enum"]:
-        errs.append("%s: Unsupported value: %s: supported values: %s"
-                    % (name, _json(v), ", ".join(_json(e) for e in s["enum"])))
+        errs.append(Cause("FieldValueNotSupported", name, "supported values: " +
+                          ", ".join(_json(e) for e in s["enum"]), GoRaw(_json(v))))
     if kind in ("integer", "number"):
-        if "minimum" in s and v < s["minimum"]:
-            errs.append("%s: Invalid value: %s: %s in body should be greater than or equal to %s"
-                        % (name, _json(v), name, s["minimum"]))
-        if "maximum" in s and v > s["maximum"]:
-            errs.append("%s: Invalid value: %s: %s in body should be less than or equal to %s"
-                        % (name, _json(v), name, s["maximum"]))
+        _check_number(s, v, name, errs)
     elif kind == "string":
-        if "minLength" in s and len(v) < s["minLength"]:
-            errs.append("%s: Invalid value: %s: %s in body should be at least %d chars long"
-                        % (name, _json(v), name, s["minLength"]))
-        if "maxLength" in s and len(v) > s["maxLength"]:
-            errs.append("%s: Too long: may not be longer than %d" % (name, s["maxLength"]))
-        if "pattern" in s and not re.search(s["pattern"], v):
-            errs.append("%s: Invalid value: %s: %s in body should match '%s'"
-                        % (name, _json(v), name, s["pattern"]))
-        if "format" in s and not _format_ok(s["format"], v):
-            errs.append("%s: Invalid value: %s: %s in body must be of type %s: %s"
-                        % (name, _json(v), name, s["format"], _json(v)))
+        _check_string(s, v, name, errs)
     elif kind == "array":
         _check_array(s, v, path, name, errs)
     elif kind == "object" or isinstance(v, dict):
         _check_object(s, v, path, name, errs)
 
 
+def _check_number(s, v, name, errs):
+    if "minimum" in s and v < s["minimum"]:
+        errs.append(Cause("FieldValueInvalid", name, "%s in body should be greater than or "
+                          "equal to %s" % (name, s["minimum"]), GoRaw(_json(v))))
+    if "maximum" in s and v > s["maximum"]:
+        errs.append(Cause("FieldValueInvalid", name, "%s in body should be less than or equal "
+                          "to %s" % (name, s["maximum"]), GoRaw(_json(v))))
+
+
+def _check_string(s, v, name, errs):
+    if "minLength" in s and len(v) < s["minLength"]:
+        errs.append(Cause("FieldValueInvalid", name, "%s in body should be at least %d chars "
+                          "long" % (name, s["minLength"]), v))
+    if "maxLength" in s and len(v) > s["maxLength"]:
+        errs.append(Cause("FieldValueTooLong", name, "may not be longer than %d"
+                          % s["maxLength"]))
+    if "pattern" in s and not re.search(s["pattern"], v):
+        errs.append(Cause("FieldValueInvalid", name, "%s in body should match '%s'"
+                          % (name, s["pattern"]), v))
+    if "format" in s and not _format_ok(s["format"], v):
+        errs.append(Cause("FieldValueInvalid", name, "%s in body must be of type %s: %s"
+                          % (name, s["format"], _json(v)), v))
+
+
 def _check_array(s, v, path, name, errs):
     if "minItems" in s and len(v) < s["minItems"]:
-        errs.append("%s: Invalid value: %d: %s in body should have at least %d items"
-                    % (name, len(v), name, s["minItems"]))
+        errs.append(Cause("FieldValueInvalid", name, "%s in body should have at least %d items"
+                          % (name, s["minItems"]), len(v)))
     if "maxItems" in s and len(v) > s["maxItems"]:
-        errs.append("%s: Too many: %d: must have at most %d items" % (name, len(v), s["maxItems"]))
+        errs.append(Cause("FieldValueTooMany", name, "must have at most %d items"
+                          % s["maxItems"], len(v)))
     items = s.get("items")
     if isinstance(items, dict):
         for i, item in enumerate(v):
@@ -172,8 +227,8 @@ def _check_array(s, v, path, name, errs):
                 continue
             k = tuple(item.get(key) for key in keys)
             if k in seen:
-                errs.append("%s[%d]: Duplicate value: %s" % (path, i, _json(
-                    dict(zip(keys, k)) if len(keys) > 1 else k[0])))
+                errs.append(Cause("FieldValueDuplicate", "%s[%d]" % (path, i), "", GoRaw(_json(
+                    dict(zip(keys, k)) if len(keys) > 1 else k[0]))))
             seen.add(k)
 
 
@@ -181,13 +236,13 @@ def _check_object(s, v, path, name, errs):
     props = s.get("properties") or {}
     for req in s.get("required", []):
         if req not in v:
-            errs.append("%s: Required value" % _join(path, req))
+            errs.append(Cause("FieldValueRequired", _join(path, req)))
     if "minProperties" in s and len(v) < s["minProperties"]:
-        errs.append("%s: Invalid value: %d: %s in body should have at least %d properties"
-                    % (name, len(v), name, s["minProperties"]))
+        errs.append(Cause("FieldValueInvalid", name, "%s in body should have at least %d "
+                          "properties" % (name, s["minProperties"]), len(v)))
     if "maxProperties" in s and len(v) > s["maxProperties"]:
-        errs.append("%s: Too many: %d: must have at most %d items"
-                    % (name, len(v), s["maxProperties"]))
+        errs.append(Cause("FieldValueTooMany", name, "must have at most %d items"
+                          % s["maxProperties"], len(v)))
     extra = s.get("additionalProperties")
     for k, sub in v.items():
         if k in props:
