@@ -29,6 +29,7 @@ packages=(
 	clang libclang-rt-14-dev # make fuzz: clang's libFuzzer
 	python3 python3-yaml    # e2e/: the local test cluster and its tests
 	curl openssl util-linux # e2e/: up.sh and fault.sh; pods run under unshare
+	nginx                   # e2e/: the cluster's TLS front, HTTP/2 through ALPN as a real API server
 )
 if [ "$bench" = 1 ]; then
 	packages+=(python3 python3-numpy python3-torch) # bench/torch_*.py
@@ -53,7 +54,24 @@ else
 	echo "install-deps: installing ${missing[*]}"
 	$sudo apt-get update -qq
 	updated=1
+	# A package's maintainer scripts start its service as soon as it is
+	# installed: nginx's would start a system nginx on port 80 (up.sh runs
+	# nginx of its own, under its STATE_DIR), and on a machine without init
+	# (a CI container) that start can fail and with it the install. Both
+	# helpers they call (invoke-rc.d, deb-systemd-invoke) first ask
+	# /usr/sbin/policy-rc.d, whose exit status 101 forbids starting any
+	# service; so one is in place for the install and removed after it, and
+	# one already there (Debian's container images have it) is left alone.
+	policy=/usr/sbin/policy-rc.d
+	if [ ! -e "$policy" ]; then
+		printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" > /dev/null
+		$sudo chmod 0755 "$policy"
+		trap '$sudo rm -f "$policy"' EXIT
+	fi
 	$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+	if [ -d /run/systemd/system ] && [[ " ${missing[*]} " == *" nginx "* ]]; then
+		$sudo systemctl disable --quiet nginx # nor at the next boot
+	fi
 fi
 
 # kubectl for the end-to-end tests. Debian's kubernetes-client is 1.20, too

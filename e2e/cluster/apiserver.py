@@ -1,19 +1,24 @@
 #!/usr/bin/python3
-"""The local test cluster's API server: HTTPS, bearer-token auth, and the
-Kubernetes API semantics that mwj-operator and kubectl rely on, over the
-object store in store.py and the CRD schema handling in schema.py.
+"""The local test cluster's API server: the HTTP side of a miniature
+kube-apiserver that real kubectl and mwj-operator are tested against. It
+must refuse what a real kube-apiserver refuses, with the same status and
+body, so that what passes here does not break on a real cluster.
 
-Served so far: discovery (/version, /api, /apis and their group-versions),
-OpenAPI v3 enough for kubectl's server-side field validation, namespaced
-CRUD for the core kinds the operator uses, coordination leases and
-CustomResourceDefinitions with the resources they install (schema
-defaults, 422 for invalid objects), resourceVersion with 409 Conflict,
-generation, the status subresource, merge and strategic merge patch, label
-and field selectors with limit/continue, watch (resourceVersion, bookmarks,
-timeoutSeconds, 410 Expired after compaction), server-side tables for
-kubectl's columns, garbage collection through ownerReferences, and pod
-graceful deletion (marked, then gone once the node deletes with grace 0),
-and pods/log. With --node-dir, the node in node.py runs the pods.
+The request path is split as the real server's is:
+  this file      HTTP: routing, discovery and OpenAPI, bodies in and compact
+                 JSON out, Warning headers, watches and logs as streams;
+  auth.py        authentication (the cluster's token; anonymous) and
+                 authorization (anonymous gets the public paths only);
+  registry.py    the verbs' semantics (generic registry): dryRun,
+                 preconditions, finalizers, propagation, patches;
+  admission.py   namespace lifecycle, defaults, service accounts;
+  kinds.py       one table entry per kind: decoding, defaults, validation,
+                 update rules, field selectors;
+  decoder.py, defaults.py, validation.py, schema.py   the per-kind rules;
+  store.py       objects, resourceVersions, per-resource history;
+  watch.py       watch streams with selectors and bookmarks;
+  controllers.py garbage collection, namespaces, service accounts;
+  node.py        the node that runs pods as processes.
 
 Fault injection for tests, behind the same token:
   POST /mwj-test/compact                   forget the watch history (410s)
@@ -26,13 +31,10 @@ Fault injection for tests, behind the same token:
   POST /mwj-test/kill?namespace=&name=&signal=KILL[&container=]
                                            signal a container's processes
 
-usage: apiserver.py --port N --cert F --key F --token T [--bookmark-seconds S]
-                    [--node-dir D --ca F --podnet SO --image NAME=PATH ...]
 Standard library only.
 """
 import argparse
 import base64
-import datetime
 import json
 import os
 import re
@@ -44,123 +46,95 @@ import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import schema
+import auth
 import selector
+import tables
+from controllers import Controllers
+from errors import ApiError, bad_request
 from node import Node
-from store import ApiError, Store, merge_patch, strategic_merge_patch
+from registry import Registry, Request
+from store import Store
+from watch import Watch
 
 VERSION = {"major": "1", "minor": "31", "gitVersion": "v1.31.0-mwj-local",
            "platform": "linux/amd64", "goVersion": "n/a", "compiler": "n/a",
            "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z"}
-
-# group/version -> plural -> (kind, namespaced, has status, short names)
-BUILTIN = {
-    "v1": {
-        "namespaces": ("Namespace", False, True, ["ns"]),
-        "nodes": ("Node", False, True, ["no"]),
-        "pods": ("Pod", True, True, ["po"]),
-        "services": ("Service", True, True, ["svc"]),
-        "events": ("Event", True, False, ["ev"]),
-        "persistentvolumeclaims": ("PersistentVolumeClaim", True, True, ["pvc"]),
-        "configmaps": ("ConfigMap", True, False, ["cm"]),
-    },
-    "coordination.k8s.io/v1": {
-        "leases": ("Lease", True, False, []),
-    },
-    "apiextensions.k8s.io/v1": {
-        "customresourcedefinitions": ("CustomResourceDefinition", False, True, ["crd", "crds"]),
-    },
-}
-CRD_KEY = "apiextensions.k8s.io/v1/customresourcedefinitions"
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
-def age(stamp):
-    """A creation time as kubectl shows it: "45s", "12m", "3h", "2d"."""
-    try:
-        t = datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(
-            tzinfo=datetime.timezone.utc)
-    except ValueError:
-        return stamp
-    s = max(0, int((datetime.datetime.now(datetime.timezone.utc) - t).total_seconds()))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if s >= 2 * size:
-            return "%d%s" % (s // size, unit)
-    return "%ds" % s
+def compact(body):
+    """JSON as the real server writes it: no spaces."""
+    return json.dumps(body, separators=(",", ":")).encode()
 
 
-def page(items, query):
+def page(items, query, selected):
     """?limit= and ?continue= over items sorted by namespace and name: the
-    token is the last name handed out. Returns (items, next token or "")."""
+    token is the last name handed out. Returns (items, list metadata
+    fields). remainingItemCount comes only for a list without selectors,
+    as etcd3's GetList gives it."""
     after = query.get("continue", [""])[0]
     if after:
         try:
             after = json.loads(base64.urlsafe_b64decode(after.encode()).decode())
         except ValueError as e:
-            raise ApiError(400, "BadRequest", "invalid continue token") from e
+            raise bad_request("invalid continue token") from e
         items = [o for o in items if [o["metadata"].get("namespace") or "",
                                       o["metadata"]["name"]] > after]
-    limit = int(query.get("limit", ["0"])[0] or 0)
+    try:
+        limit = int(query.get("limit", ["0"])[0] or 0)
+    except ValueError:
+        raise bad_request("limit: Invalid value: must be a number") from None
     if limit <= 0 or len(items) <= limit:
-        return items, ""
+        return items, {}
     last = items[limit - 1]["metadata"]
-    token = json.dumps([last.get("namespace") or "", last["name"]])
-    return items[:limit], base64.urlsafe_b64encode(token.encode()).decode()
+    token = base64.urlsafe_b64encode(json.dumps(
+        [last.get("namespace") or "", last["name"]]).encode()).decode()
+    meta = {"continue": token}
+    if not selected:
+        meta["remainingItemCount"] = len(items) - limit
+    return items[:limit], meta
 
 
 class Api:
-    """The resources served, the store, and the request semantics."""
+    """What the handlers share: the store, the registry over it, discovery."""
 
-    def __init__(self):
-        self.store = Store()
-        self.lock = threading.RLock()
-        for ns in ("default", "kube-system"):
-            self.store.create("/v1/namespaces", None, {"apiVersion": "v1", "kind": "Namespace",
-                                                       "metadata": {"name": ns}})
+    def __init__(self, ca_pem="", history=1000):
+        self.store = Store(history)
+        self.registry = Registry(self.store)
+        ns_kind = self.registry.kind("v1", "namespaces")
+        for ns in SYSTEM_NAMESPACES:
+            self.registry._create(ns_kind, None, {"apiVersion": "v1", "kind": "Namespace",
+                                                  "metadata": {"name": ns}}, Request({}))
+        self.controllers = Controllers(self.registry, ca_pem,
+                                       log=lambda m: print(m, file=sys.stderr, flush=True))
+        self.controllers.sync()  # every namespace has its ServiceAccount from the start
+        self.controllers.start()
 
-    # --- what is served ---
-
-    def crds(self):
-        items, _ = self.store.list(CRD_KEY)
-        return items
-
-    def resources(self):
-        """group/version -> plural -> (kind, namespaced, has_status, short, schema)."""
-        out = {gv: {p: v + (None,) for p, v in rs.items()} for gv, rs in BUILTIN.items()}
-        for crd in self.crds():
-            spec = crd["spec"]
-            for v in spec.get("versions", []):
-                if not v.get("served", True):
-                    continue
-                gv = "%s/%s" % (spec["group"], v["name"])
-                out.setdefault(gv, {})[spec["names"]["plural"]] = (
-                    spec["names"]["kind"], spec.get("scope") == "Namespaced",
-                    "status" in (v.get("subresources") or {}),
-                    spec["names"].get("shortNames", []),
-                    (v.get("schema") or {}).get("openAPIV3Schema"))
-        return out
+    # --- discovery ---
 
     def resource_list(self, gv):
-        rs = self.resources().get(gv)
+        rs = self.registry.kinds().get(gv)
         if rs is None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         res = []
-        for plural, (kind, namespaced, has_status, short, _) in sorted(rs.items()):
-            res.append({"name": plural, "singularName": kind.lower(), "namespaced": namespaced,
-                        "kind": kind, "shortNames": short,
+        for plural, k in sorted(rs.items()):
+            res.append({"name": plural, "singularName": k.kind.lower(),
+                        "namespaced": k.namespaced, "kind": k.kind, "shortNames": k.short,
                         "verbs": ["create", "delete", "deletecollection", "get", "list",
                                   "patch", "update", "watch"]})
-            if plural == "pods":
+            if plural == "pods" and gv == "v1":
                 res.append({"name": "pods/log", "singularName": "", "namespaced": True,
                             "kind": "Pod", "verbs": ["get"]})
-            if has_status:
-                res.append({"name": plural + "/status", "singularName": "", "namespaced":
-                            namespaced, "kind": kind, "verbs": ["get", "patch", "update"]})
+            if k.status:
+                res.append({"name": plural + "/status", "singularName": "",
+                            "namespaced": k.namespaced, "kind": k.kind,
+                            "verbs": ["get", "patch", "update"]})
         return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
                 "resources": res}
 
     def group_list(self):
         groups = {}
-        for gv in self.resources():
+        for gv in self.registry.kinds():
             if "/" in gv:
                 g, v = gv.split("/")
                 groups.setdefault(g, []).append(v)
@@ -170,25 +144,6 @@ class Api:
              "preferredVersion": {"groupVersion": "%s/%s" % (g, vs[0]), "version": vs[0]}}
             for g, vs in sorted(groups.items())]}
 
-    # --- ownerReferences: deleting an owner deletes its dependents ---
-
-    def collect_garbage(self, uid):
-        """Deletes, in the background as the API server's default
-        propagation does, every object whose ownerReferences name uid, and
-        theirs in turn."""
-        doomed = [uid]
-        while doomed:
-            owner = doomed.pop()
-            with self.store.lock:
-                victims = [(k, ns, name) for (k, ns, name), o in self.store.objects.items()
-                           if any(r.get("uid") == owner
-                                  for r in o["metadata"].get("ownerReferences", []))]
-            for k, ns, name in victims:
-                try:
-                    doomed.append(self.store.delete(k, ns, name)["metadata"]["uid"])
-                except ApiError:
-                    pass
-
     # --- OpenAPI v3, for kubectl: it sends fieldValidation=Strict (server-side
     # field validation) when the document says the operations take it ---
 
@@ -196,10 +151,10 @@ class Api:
         return {"paths": {("api/v1" if gv == "v1" else "apis/" + gv):
                           {"serverRelativeURL": "/openapi/v3/" +
                            ("api/v1" if gv == "v1" else "apis/" + gv)}
-                          for gv in self.resources()}}
+                          for gv in self.registry.kinds()}}
 
     def openapi_gv(self, gv):
-        rs = self.resources().get(gv)
+        rs = self.registry.kinds().get(gv)
         if rs is None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         group, _, version = gv.rpartition("/")
@@ -207,130 +162,19 @@ class Api:
         params = [{"name": n, "in": "query", "schema": {"type": "string"}}
                   for n in ("dryRun", "fieldManager", "fieldValidation")]
         paths, schemas = {}, {}
-        for plural, (kind, namespaced, _, _, sch) in rs.items():
-            gvk = {"group": group, "version": version, "kind": kind}
+        for plural, k in rs.items():
+            gvk = {"group": group, "version": version, "kind": k.kind}
             op = {"parameters": params, "x-kubernetes-group-version-kind": gvk,
                   "responses": {"200": {"description": "OK"}}}
-            base = prefix + ("/namespaces/{namespace}" if namespaced else "") + "/" + plural
+            base = prefix + ("/namespaces/{namespace}" if k.namespaced else "") + "/" + plural
             paths[base] = {"post": op, "get": op}
             paths[base + "/{name}"] = {"put": op, "patch": op, "get": op, "delete": op}
+            sch = getattr(k, "schema", None)
             body = dict(sch or {"type": "object", "x-kubernetes-preserve-unknown-fields": True})
             body["x-kubernetes-group-version-kind"] = [gvk]
-            schemas["%s.%s.%s" % (group or "core", version, kind)] = body
+            schemas["%s.%s.%s" % (group or "core", version, k.kind)] = body
         return {"openapi": "3.0.0", "info": {"title": "mwj-local", "version": "v1"},
                 "paths": paths, "components": {"schemas": schemas}}
-
-    # --- Table output (kubectl get asks for it; columns from the CRD) ---
-
-    def columns(self, gv, plural):
-        for crd in self.crds():
-            spec = crd["spec"]
-            for v in spec.get("versions", []):
-                if "%s/%s" % (spec["group"], v["name"]) == gv and \
-                        spec["names"]["plural"] == plural:
-                    return v.get("additionalPrinterColumns") or [
-                        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
-        return [{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
-
-    def table(self, gv, plural, items, rv):
-        cols = [{"name": "Name", "type": "string", "format": "name"}] + \
-            [c for c in self.columns(gv, plural) if c["name"] != "Name"]
-        rows = []
-        for obj in items:
-            cells = [obj["metadata"]["name"]]
-            for c in cols[1:]:
-                v = obj
-                for part in c["jsonPath"].strip(".").split("."):
-                    v = v.get(part) if isinstance(v, dict) else None
-                if c["type"] == "date" and isinstance(v, str):
-                    v = age(v)
-                cells.append(v)
-            rows.append({"cells": cells, "object": {
-                "kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-                "metadata": obj["metadata"]}})
-        return {"kind": "Table", "apiVersion": "meta.k8s.io/v1",
-                "metadata": {"resourceVersion": rv},
-                "columnDefinitions": [{"name": c["name"], "type": c["type"],
-                                       "format": c.get("format", ""),
-                                       "description": c.get("description", ""),
-                                       "priority": c.get("priority", 0)} for c in cols],
-                "rows": rows}
-
-    # --- CRDs ---
-
-    def check_crd(self, obj):
-        spec = obj.get("spec") or {}
-        names = spec.get("names") or {}
-        errs = []
-        for f in ("group", "scope"):
-            if not spec.get(f):
-                errs.append("spec.%s: Required value" % f)
-        for f in ("plural", "kind"):
-            if not names.get(f):
-                errs.append("spec.names.%s: Required value" % f)
-        if not spec.get("versions"):
-            errs.append("spec.versions: Required value")
-        want = "%s.%s" % (names.get("plural"), spec.get("group"))
-        if obj.get("metadata", {}).get("name") != want:
-            errs.append('metadata.name: Invalid value: "%s": must be spec.names.plural+"."+'
-                        "spec.group" % obj.get("metadata", {}).get("name"))
-        if errs:
-            raise ApiError(422, "Invalid", 'CustomResourceDefinition.apiextensions.k8s.io "%s" '
-                                           "is invalid: %s" % (obj.get("metadata", {}).get(
-                                               "name"), ", ".join(errs)))
-        st = obj.setdefault("status", {})
-        st["acceptedNames"] = names
-        st["conditions"] = [{"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
-                             "message": "the initial names have been accepted",
-                             "lastTransitionTime": "2026-01-01T00:00:00Z"},
-                            {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
-                             "message": "no conflicts found",
-                             "lastTransitionTime": "2026-01-01T00:00:00Z"}]
-        st["storedVersions"] = [v["name"] for v in spec["versions"] if v.get("storage")]
-
-    def check_pod(self, obj):
-        """What the real API server checks of a new pod that the node
-        relies on: named containers with images, names unique, a known
-        restartPolicy."""
-        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-        errs, seen = [], set()
-        ctrs = spec.get("containers")
-        if not isinstance(ctrs, list) or not ctrs:
-            errs.append("spec.containers: Required value")
-        for field in ("initContainers", "containers"):
-            items = spec.get(field) or []
-            for i, c in enumerate(items if isinstance(items, list) else []):
-                where = "spec.%s[%d]" % (field, i)
-                if not isinstance(c, dict):
-                    errs.append("%s: Invalid value: must be an object" % where)
-                    continue
-                if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", str(c.get("name", ""))):
-                    errs.append("%s.name: Invalid value: %r: a lowercase RFC 1123 label is "
-                                "required" % (where, c.get("name", "")))
-                elif c["name"] in seen:
-                    errs.append('%s.name: Duplicate value: "%s"' % (where, c["name"]))
-                seen.add(c.get("name"))
-                if not c.get("image"):
-                    errs.append("%s.image: Required value" % where)
-        policy = spec.get("restartPolicy", "Always")
-        if policy not in ("Always", "OnFailure", "Never"):
-            errs.append('spec.restartPolicy: Unsupported value: "%s": supported values: '
-                        '"Always", "OnFailure", "Never"' % policy)
-        if errs:
-            raise ApiError(422, "Invalid", 'Pod "%s" is invalid: %s' % (
-                (obj.get("metadata") or {}).get("name"), ", ".join(errs)))
-
-    def admit(self, info, obj, name):
-        """Applies the CRD schema (pruning, defaults, 422) to a custom resource."""
-        kind, _, _, _, sch = info
-        if not sch:
-            return obj
-        stored, errs = schema.admit(sch, obj)
-        if errs:
-            raise ApiError(422, "Invalid", '%s "%s" is invalid: %s'
-                           % (kind, name, ", ".join(errs)) if len(errs) > 1 else
-                           '%s "%s" is invalid: %s' % (kind, name, errs[0]))
-        return stored
 
 
 PATH = re.compile(r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
@@ -341,51 +185,70 @@ PATH = re.compile(r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     api = None
-    token = None
+    authn = None
 
     def log_message(self, fmt, *args):
         if self.server.verbose:
             sys.stderr.write("apiserver: %s\n" % (fmt % args))
 
-    def send_json(self, code, body):
-        data = json.dumps(body).encode()
+    def send_json(self, code, body, warnings=(), headers=None):
+        data = compact(body)
         self.send_response(code)
-        if code == 429:
-            self.send_header("Retry-After", "1")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        for w in warnings:
+            # k8s.io/apiserver warning.go: 299, agent "-", the text quoted.
+            self.send_header("Warning", "299 - %s" % json.dumps(w))
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
 
-    def body(self):
-        """The request's JSON body (read once, in handle_any)."""
-        try:
-            return json.loads(self.raw_body or b"null")
-        except ValueError as e:
-            raise ApiError(400, "BadRequest", "invalid JSON body: %s" % e) from e
+    def send_error_status(self, e):
+        headers = dict(e.headers)
+        if e.code == 429:
+            headers.setdefault("Retry-After", "1")
+        retry = (e.details or {}).get("retryAfterSeconds")
+        if retry:
+            headers.setdefault("Retry-After", str(retry))
+        self.send_json(e.code, e.status(), headers=headers)
 
     def handle_any(self, method):
         # Read the whole body whatever the route does with it, so that the
         # next request on this connection starts where it should.
-        n = int(self.headers.get("Content-Length") or 0)
-        self.raw_body = self.rfile.read(n) if n > 0 else b""
+        self.raw_body = self.read_body()
         try:
-            if self.headers.get("Authorization") != "Bearer " + self.token:
-                raise ApiError(401, "Unauthorized", "Unauthorized")
+            self.user = self.authn.user(self.headers.get("Authorization"))
             url = urllib.parse.urlsplit(self.path)
-            query = urllib.parse.parse_qs(url.query)
+            query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
+            path = url.path.rstrip("/") or "/"
             failing = self.server.failing
             if failing and time.monotonic() < failing[1] and \
-                    not url.path.startswith("/mwj-test/"):
+                    not path.startswith("/mwj-test/"):
                 self.server.failed += 1
                 raise ApiError(failing[0], "TooManyRequests" if failing[0] == 429 else
                                "InternalError", "injected by the test cluster: %d for %.1f s "
                                "more" % (failing[0], failing[1] - time.monotonic()))
-            code, body = self.route(method, url.path.rstrip("/") or "/", query)
-            if code is not None:
-                self.send_json(code, body)
+            self.route(method, path, query)
         except ApiError as e:
-            self.send_json(e.code, e.status())
+            self.send_error_status(e)
+
+    def read_body(self):
+        """The request body, by Content-Length or chunked (an HTTP/2 client
+        may send a body of unknown length, which the front passes on
+        chunked)."""
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            parts = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return b"".join(parts)
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()
+        n = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(n) if n > 0 else b""
 
     def do_GET(self):
         self.handle_any("GET")
@@ -404,192 +267,178 @@ class Handler(BaseHTTPRequestHandler):
 
     def route(self, method, path, query):
         api = self.api
+        m = PATH.match(path)
+        if m is None:
+            auth.authorize(self.user, path)
         if path == "/version":
-            return 200, VERSION
+            return self.send_json(200, VERSION)
         if path in ("/healthz", "/readyz", "/livez"):
-            return 200, "ok"
-        # Fault injection for tests (behind the same token).
+            return self.send_text(200, b"ok")
+        if path.startswith("/mwj-test/"):
+            return self.send_json(200, self.fault(method, path, query))
+        if path == "/api":
+            return self.send_json(200, {"kind": "APIVersions", "versions": ["v1"],
+                                        "serverAddressByClientCIDRs": [{
+                                            "clientCIDR": "0.0.0.0/0",
+                                            "serverAddress": "127.0.0.1"}]})
+        if path == "/apis":
+            return self.send_json(200, api.group_list())
+        if path == "/openapi/v3":
+            return self.send_json(200, api.openapi_root())
+        if path.startswith("/openapi/v3/"):
+            rest = path[len("/openapi/v3/"):]
+            return self.send_json(200, api.openapi_gv("v1" if rest == "api/v1"
+                                                      else rest[len("apis/"):]))
+        if path == "/api/v1":
+            return self.send_json(200, api.resource_list("v1"))
+        gm = re.match(r"^/apis/([^/]+)/([^/]+)$", path)
+        if gm:
+            return self.send_json(200, api.resource_list("%s/%s" % gm.groups()))
+        if m is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        return self.resource(method, m, query)
+
+    def send_text(self, code, data):
+        self.send_response(code)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def fault(self, method, path, query):
+        """The test hooks (see the module docstring)."""
+        if self.user == auth.ANONYMOUS:
+            auth.authorize(self.user, path)
+        store = self.api.store
         if path == "/mwj-test/compact" and method == "POST":
-            api.store.compact()
-            return 200, {"compacted": True}
+            store.compact()
+            return {"compacted": True}
         if path == "/mwj-test/drop-watches" and method == "POST":
             self.server.dropping = True
             threading.Timer(1.5, lambda: setattr(self.server, "dropping", False)).start()
-            return 200, {"dropping": True}
+            return {"dropping": True}
         if path == "/mwj-test/errors" and method == "POST":
             code, seconds = int(arg(query, "code", "500")), float(arg(query, "seconds", "5"))
             if code not in (429, 500, 503):
-                raise ApiError(400, "BadRequest", "code must be 429, 500 or 503")
+                raise bad_request("code must be 429, 500 or 503")
             self.server.failing = (code, time.monotonic() + seconds)
             self.server.failed = 0
-            return 200, {"code": code, "seconds": seconds}
+            return {"code": code, "seconds": seconds}
         if path == "/mwj-test/errors" and method == "GET":
-            return 200, {"answered": self.server.failed}
+            return {"answered": self.server.failed}
         if path == "/mwj-test/preempt" and method == "POST":
             reason = arg(query, "reason", "Preempted")
             if reason not in ("Preempted", "Evicted"):
-                raise ApiError(400, "BadRequest", "reason must be Preempted or Evicted")
+                raise bad_request("reason must be Preempted or Evicted")
             grace = arg(query, "grace", None)
             delete = arg(query, "delete", None)
             self.node().preempt(arg(query, "namespace", "default"), arg(query, "name"), reason,
                                 None if grace is None else int(grace),
                                 None if delete is None else delete == "true")
-            return 200, {"preempted": arg(query, "name"), "reason": reason}
+            return {"preempted": arg(query, "name"), "reason": reason}
         if path == "/mwj-test/kill" and method == "POST":
             name = arg(query, "signal", "KILL").upper()
             sig = getattr(signal, "SIG" + name, None) if not name.isdigit() else int(name)
             if sig is None:
-                raise ApiError(400, "BadRequest", "unknown signal %s" % name)
+                raise bad_request("unknown signal %s" % name)
             self.node().kill(arg(query, "namespace", "default"), arg(query, "name"), sig,
                              arg(query, "container", None))
-            return 200, {"killed": arg(query, "name"), "signal": int(sig)}
-        if path == "/api":
-            return 200, {"kind": "APIVersions", "versions": ["v1"],
-                         "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0",
-                                                         "serverAddress": "127.0.0.1"}]}
-        if path == "/apis":
-            return 200, api.group_list()
-        if path == "/openapi/v3":
-            return 200, api.openapi_root()
-        if path.startswith("/openapi/v3/"):
-            rest = path[len("/openapi/v3/"):]
-            return 200, api.openapi_gv("v1" if rest == "api/v1" else rest[len("apis/"):])
-        if path == "/api/v1":
-            return 200, api.resource_list("v1")
-        m = re.match(r"^/apis/([^/]+)/([^/]+)$", path)
-        if m:
-            return 200, api.resource_list("%s/%s" % m.groups())
-        m = PATH.match(path)
-        if not m:
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
-        return self.resource(method, m, query)
+            return {"killed": arg(query, "name"), "signal": int(sig)}
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
 
     def resource(self, method, m, query):
-        api = self.api
+        registry = self.api.registry
         gv = m["core"] or "%s/%s" % (m["group"], m["version"])
-        info = api.resources().get(gv, {}).get(m["plural"])
-        if info is None:
+        ns, plural, name, sub = m["ns"], m["plural"], m["name"], m["sub"]
+        if ns and plural == "status" and not name and gv == "v1":
+            ns, plural, name, sub = None, "namespaces", ns, "status"
+        kind = registry.kind(gv, plural)
+        watching = method == "GET" and arg(query, "watch", "false") in ("true", "1")
+        auth.authorize(self.user, m.group(0), (
+            auth.verb(method, name, watching), m["group"] or "",
+            plural + ("/" + sub if sub else ""), ns or "", name or ""))
+        if kind is None or (ns and not kind.namespaced):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
-        kind, namespaced, has_status, _, _ = info
-        key = "%s/%s" % ("" if m["core"] else m["group"], "/".join(
-            [m["version"] or "v1", m["plural"]]))
-        ns = m["ns"] if namespaced else None
-        if namespaced and ns is None and method != "GET":
-            raise ApiError(404, "NotFound", "a namespace is required")
-        name, sub = m["name"], m["sub"]
-        store = api.store
+        if kind.namespaced and ns is None and (method != "GET" or name):
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
         as_table = "as=Table" in (self.headers.get("Accept") or "")
         if sub == "log":
-            if key != "/v1/pods" or method != "GET" or not name:
+            if kind.key != "/v1/pods" or method != "GET" or not name:
                 raise ApiError(405, "MethodNotAllowed", "only GET of pods/log")
-            self.send_log(ns, name, query)
-            return None, None
-        if method == "GET" and query.get("watch", ["false"])[0] in ("true", "1"):
-            self.watch(gv, m["plural"], key, ns, name, query, as_table)
-            return None, None
+            return self.send_log(ns, name, query)
+        if sub == "status" and (not kind.status or method not in ("GET", "PUT", "PATCH")):
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        req = Request(query, self.user)
+        if watching:
+            return self.watch(kind, ns, query, as_table)
         if method == "GET" and name is None:
-            items, rv = store.list(key, ns)
-            labels = selector.label_matcher(query.get("labelSelector", [""])[0])
-            fields = selector.field_matcher(query.get("fieldSelector", [""])[0])
-            items = [o for o in items
-                     if labels(o["metadata"].get("labels")) and fields(o)]
-            items, cont = page(items, query)
-            if as_table:
-                return 200, api.table(gv, m["plural"], items, rv)
-            meta = {"resourceVersion": rv}
-            if cont:
-                meta["continue"] = cont
-            return 200, {"kind": kind + "List", "apiVersion": gv, "metadata": meta,
-                         "items": items}
+            return self.list(kind, ns, req, query, as_table)
         if method == "GET":
-            obj = store.get(key, ns, name)
+            obj = registry.get(kind, ns, name)
             if as_table:
-                return 200, api.table(gv, m["plural"], [obj],
-                                      obj["metadata"]["resourceVersion"])
-            return 200, obj
+                obj = tables.table(kind, [obj], obj["metadata"]["resourceVersion"])
+            return self.send_json(200, obj)
         if method == "POST" and name is None:
-            obj = self.body()
-            self.check_kind(obj, gv, kind)
-            obj = api.admit(info, obj, (obj.get("metadata") or {}).get("name"))
-            if key == CRD_KEY:
-                api.check_crd(obj)
-            if key == "/v1/pods":
-                api.check_pod(obj)
-            if has_status and key != CRD_KEY:
-                obj.pop("status", None)
-            if namespaced and ns != "default" and not self.namespace_exists(ns):
-                raise ApiError(404, "NotFound", 'namespaces "%s" not found' % ns)
-            return 201, store.create(key, ns, obj)
-        if method in ("PUT", "PATCH") and name:
-            if method == "PUT":
-                obj = self.body()
-            else:
-                obj = self.patched(store.get(key, ns, name))
-            self.check_kind(obj, gv, kind)
-            obj = api.admit(info, obj, name)
-            if key == CRD_KEY:
-                api.check_crd(obj)
-            return 200, store.update(key, ns, name, obj, has_status and key != CRD_KEY,
-                                     status_only=sub == "status")
-        if method == "DELETE" and name:
-            if key == "/v1/pods":
-                grace = self.pod_grace(store.get(key, ns, name), query)
-                if grace is not None:
-                    return 200, grace
-            gone = store.delete(key, ns, name)
-            api.collect_garbage(gone["metadata"]["uid"])
-            return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {},
-                         "status": "Success", "details": {"name": name, "kind": m["plural"]}}
-        raise ApiError(405, "MethodNotAllowed", "%s is not allowed here" % method)
+            res = registry.create(kind, ns, self.raw_body, req)
+        elif method == "PUT" and name:
+            res = registry.update(kind, ns, name, self.raw_body, req, sub)
+        elif method == "PATCH" and name:
+            ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+            res = registry.patch(kind, ns, name, self.raw_body, ctype, req, sub)
+        elif method == "DELETE" and name:
+            res = registry.delete(kind, ns, name, self.raw_body, req)
+        elif method == "DELETE":
+            res = registry.delete_collection(kind, ns, self.raw_body, req, self.matcher(
+                kind, query))
+        else:
+            raise ApiError(405, "MethodNotAllowed", "%s is not allowed here" % method)
+        return self.send_json(res.code, res.body, res.warnings)
 
-    def watch(self, gv, plural, key, ns, name, query, as_table):
-        """Streams changes after ?resourceVersion= as JSON lines (chunked),
-        with BOOKMARK events when asked for, until ?timeoutSeconds=. A
-        version older than the kept history gets a 410 Expired ERROR event,
-        as from the real API server; none (or "0") starts with ADDED events
-        for what exists."""
-        store = self.api.store
-        fields = query.get("fieldSelector", [""])[0]
-        if fields.startswith("metadata.name="):
-            name = fields[len("metadata.name="):]
-        timeout = float(query.get("timeoutSeconds", ["1800"])[0])
-        bookmarks = query.get("allowWatchBookmarks", ["false"])[0] == "true"
-        rv_text = query.get("resourceVersion", [""])[0]
+    @staticmethod
+    def matcher(kind, query):
+        """The label and field selectors of a list, watch or delete
+        collection, as one function of an object (400 for a bad one)."""
+        labels = selector.label_matcher(arg(query, "labelSelector", ""))
+        fields = selector.field_matcher(arg(query, "fieldSelector", ""), kind.field_getter)
+        return lambda o: labels(o["metadata"].get("labels")) and fields(o)
+
+    def list(self, kind, ns, req, query, as_table):
+        matches = self.matcher(kind, query)
+        items, rv = self.api.registry.list(kind, ns, req, matches)
+        selected = bool(arg(query, "labelSelector", "") or arg(query, "fieldSelector", ""))
+        items, extra = page(items, query, selected)
+        if as_table:
+            return self.send_json(200, tables.table(kind, items, rv))
+        meta = {"resourceVersion": rv}
+        meta.update(extra)
+        return self.send_json(200, {"kind": kind.kind + "List",
+                                    "apiVersion": kind.group_version,
+                                    "metadata": meta, "items": items})
+
+    def watch(self, kind, ns, query, as_table):
+        """A watch stream as JSON lines in a chunked 200 response; see
+        watch.py."""
+        w = Watch(self.api.registry, kind, ns, self.matcher(kind, query),
+                  arg(query, "resourceVersion", ""),
+                  float(arg(query, "timeoutSeconds", "1800")),
+                  arg(query, "allowWatchBookmarks", "false") == "true",
+                  self.server.bookmark_every)
+        start = w.start()  # a 504 here is answered as such
+
+        def send(event_type, obj):
+            if as_table and event_type in ("ADDED", "MODIFIED", "DELETED"):
+                obj = tables.table(kind, [obj], obj["metadata"]["resourceVersion"])
+            self.send_chunk(compact({"type": event_type, "object": obj}) + b"\n")
+
+        # The headers go at once, as the real server sends them: a client
+        # waits for them before it counts its watch as started.
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-
-        def send(event_type, obj):
-            if as_table and event_type in ("ADDED", "MODIFIED", "DELETED"):
-                obj = self.api.table(gv, plural, [obj], obj["metadata"]["resourceVersion"])
-            self.send_chunk(json.dumps({"type": event_type, "object": obj}).encode() + b"\n")
-
+        self.wfile.flush()
         try:
-            if rv_text in ("", "0"):
-                items, rv_text = store.list(key, ns)
-                for obj in items:
-                    if name is None or obj["metadata"]["name"] == name:
-                        send("ADDED", obj)
-            rv = int(rv_text) if rv_text.isdigit() else 0
-            end = time.monotonic() + timeout
-            last_bookmark = time.monotonic()
-            while time.monotonic() < end and not self.server.dropping:
-                events, newest = store.events_after(rv, key, ns,
-                                                    min(1.0, end - time.monotonic()))
-                if events is None:
-                    send("ERROR", ApiError(410, "Expired", "too old resource version: %d (%d)"
-                                           % (rv, store.oldest())).status())
-                    break
-                for erv, _, _, etype, obj in events:
-                    rv = erv
-                    if name is None or obj["metadata"]["name"] == name:
-                        send(etype, obj)
-                rv = max(rv, newest)
-                if bookmarks and time.monotonic() - last_bookmark >= self.server.bookmark_every:
-                    send("BOOKMARK", {"kind": "Bookmark", "apiVersion": gv,
-                                      "metadata": {"resourceVersion": str(rv)}})
-                    last_bookmark = time.monotonic()
+            w.run(start, send, lambda: not self.server.dropping)
             self.send_chunk(b"")
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
             pass
@@ -645,50 +494,6 @@ class Handler(BaseHTTPRequestHandler):
                 pass
         self.close_connection = True
 
-    def pod_grace(self, pod, query):
-        """Graceful pod deletion, as the real API server does it: a pod on
-        a node is only marked (deletionTimestamp, deletionGracePeriodSeconds)
-        and goes once its node confirms with a grace period of 0. Returns
-        the marked pod, or None when the pod is to go now (not on a node,
-        or a grace period of 0)."""
-        body = self.body()
-        grace = query.get("gracePeriodSeconds", [None])[0]
-        if grace is None and isinstance(body, dict):
-            grace = body.get("gracePeriodSeconds")
-        if grace is None:
-            grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
-        grace = int(grace)
-        if grace <= 0 or not (pod.get("spec") or {}).get("nodeName"):
-            return None
-        md = pod["metadata"]
-        return self.api.store.mark_deleting(md["namespace"], md["name"], grace)
-
-    def namespace_exists(self, ns):
-        try:
-            self.api.store.get("/v1/namespaces", None, ns)
-            return True
-        except ApiError:
-            return False
-
-    def check_kind(self, obj, gv, kind):
-        if not isinstance(obj, dict):
-            raise ApiError(400, "BadRequest", "the body must be a JSON object")
-        if obj.get("kind", kind) != kind or obj.get("apiVersion", gv) != gv:
-            raise ApiError(400, "BadRequest", "%s %s does not belong at %s %s" % (
-                obj.get("apiVersion"), obj.get("kind"), gv, kind))
-        obj.setdefault("kind", kind)
-        obj.setdefault("apiVersion", gv)
-
-    def patched(self, current):
-        ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
-        patch = self.body()
-        if ctype == "application/merge-patch+json":
-            return merge_patch(current, patch)
-        if ctype == "application/strategic-merge-patch+json":
-            return strategic_merge_patch(current, patch)
-        raise ApiError(415, "UnsupportedMediaType",
-                       "the patch type %s is not supported here" % ctype)
-
 
 def arg(query, name, default=""):
     """A query parameter's first value, or default."""
@@ -698,19 +503,40 @@ def arg(query, name, default=""):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int, required=True)
-    p.add_argument("--cert", required=True)
-    p.add_argument("--key", required=True)
+    p.add_argument("--cert")
+    p.add_argument("--key")
     p.add_argument("--token", required=True)
     p.add_argument("--verbose", action="store_true")
-    p.add_argument("--bookmark-seconds", type=float, default=5.0)
+    p.add_argument("--bookmark-seconds", type=float, default=60.0,
+                   help="about how often a watch that allows bookmarks gets one, after a "
+                        "change (a real server: about a minute)")
+    p.add_argument("--watch-history", type=int, default=1000,
+                   help="changes kept per resource for watches to resume from")
     p.add_argument("--node-dir", help="run pods as local processes, with their folders here")
     p.add_argument("--ca", help="the CA certificate pods get with their service-account token")
     p.add_argument("--podnet", help="podnet.so, preloaded into every pod's processes")
     p.add_argument("--image", action="append", default=[], metavar="NAME=PATH",
                    help="the entrypoint of image NAME (its repository name)")
+    # Behind up.sh's nginx, which terminates TLS and speaks HTTP/2 to the
+    # clients as a real API server does, this one serves plain HTTP/1.1 on a
+    # private loopback port, and pods are told the front's port.
+    p.add_argument("--plain-http", action="store_true",
+                   help="serve plain HTTP (behind a TLS front); --cert and --key are not used")
+    p.add_argument("--public-port", type=int,
+                   help="the port clients reach this server on, which pods are given as "
+                        "KUBERNETES_SERVICE_PORT (default: --port)")
     a = p.parse_args()
-    Handler.api = Api()
-    Handler.token = a.token
+    if not a.plain_http and not (a.cert and a.key):
+        p.error("--cert and --key are required unless --plain-http is given")
+    if a.public_port is not None and not 0 < a.public_port < 65536:
+        p.error("--public-port %d is out of range" % a.public_port)
+    public_port = a.port if a.public_port is None else a.public_port
+    ca_pem = ""
+    if a.ca:
+        with open(a.ca) as f:
+            ca_pem = f.read()
+    Handler.api = Api(ca_pem, a.watch_history)
+    Handler.authn = auth.Authenticator(a.token)
     server = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
     server.daemon_threads = True
     server.verbose = a.verbose
@@ -724,7 +550,7 @@ def main():
         for item in a.image:
             image, _, path = item.partition("=")
             images[image] = os.path.abspath(path)
-        server.node = Node(Handler.api, a.node_dir, images, a.podnet, a.port, a.ca, a.token,
+        server.node = Node(Handler.api, a.node_dir, images, a.podnet, public_port, a.ca, a.token,
                            log=lambda msg: print(msg, file=sys.stderr, flush=True))
         server.node.start()
 
@@ -734,10 +560,14 @@ def main():
         sys.exit(128 + signum)
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(a.cert, a.key)
-    server.socket = ctx.wrap_socket(server.socket, server_side=True)
-    print("apiserver: serving on https://127.0.0.1:%d" % a.port, flush=True)
+    if a.plain_http:
+        print("apiserver: serving on http://127.0.0.1:%d (public port %d)"
+              % (a.port, public_port), flush=True)
+    else:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(a.cert, a.key)
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
+        print("apiserver: serving on https://127.0.0.1:%d" % a.port, flush=True)
     server.serve_forever()
 
 

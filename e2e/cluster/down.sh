@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Stops the local test cluster started by up.sh, and every pod it runs:
-# e2e/cluster/down.sh [STATE_DIR]
+# Stops the local test cluster started by up.sh, every pod it runs, and
+# its nginx front: e2e/cluster/down.sh [STATE_DIR]
 set -euo pipefail
 dir=${1:-/tmp/mwj-cluster}
 if [ -f "$dir/apiserver.pid" ]; then
@@ -23,5 +23,18 @@ if [ -f "$dir/apiserver.pid" ]; then
 		done < "$dir/node/process-groups"
 	fi
 	rm -f "$dir/apiserver.pid"
+fi
+# The front goes last, so that pods can reach the API server while they
+# stop. SIGTERM is nginx's fast shutdown: a graceful one (SIGQUIT) would
+# wait for the open watches to end.
+if [ -f "$dir/nginx.pid" ]; then
+	pid=$(cat "$dir/nginx.pid")
+	kill "$pid" 2>/dev/null || true
+	for _ in $(seq 50); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -9 "$pid" 2>/dev/null || true
+	rm -f "$dir/nginx.pid"
 fi
 echo "down: stopped"

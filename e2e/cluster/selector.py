@@ -1,11 +1,11 @@
 """Label and field selectors as the API server reads them from ?labelSelector=
 and ?fieldSelector=: equality (=, ==, !=), set-based (in, notin) and
-existence (key, !key) for labels; equality on a dotted field path
-(metadata.name, metadata.namespace, status.phase, spec.nodeName, ...) for
-fields. Standard library only."""
+existence (key, !key) for labels; equality on the fields a kind supports
+(kinds.py says which, and how the value is read) for fields. Standard
+library only."""
 import re
 
-from store import ApiError
+from errors import ApiError
 
 _SET = re.compile(r"^\s*(!?)([A-Za-z0-9._/-]+)\s*(?:(in|notin)\s*\(([^)]*)\))?\s*$")
 
@@ -51,18 +51,20 @@ def label_matcher(text):
     return lambda labels: all(t(labels or {}) for t in tests)
 
 
-def field_matcher(text):
-    """A function of an object, or raises ApiError 400."""
+def field_matcher(text, getter):
+    """A function of an object, or raises ApiError 400. getter(label)
+    gives the function reading that field, or raises ValueError with the
+    kind's message for a field it does not support."""
     tests = []
     for part in _split(text or ""):
         m = re.match(r"^\s*([A-Za-z0-9.]+)\s*(==|=|!=)\s*(.*?)\s*$", part)
         if not m:
-            raise ApiError(400, "BadRequest", "invalid field selector: '%s'" % part)
+            raise ApiError(400, "BadRequest", "invalid selector: '%s'; can't understand '%s'"
+                           % (text, part))
         path, op, v = m.groups()
-
-        def get(obj, path=path):
-            for p in path.split("."):
-                obj = obj.get(p) if isinstance(obj, dict) else None
-            return "" if obj is None else str(obj)
+        try:
+            get = getter(path)
+        except ValueError as e:
+            raise ApiError(400, "BadRequest", str(e)) from None
         tests.append(lambda o, get=get, op=op, v=v: (get(o) == v) == (op != "!="))
     return lambda obj: all(t(obj) for t in tests)

@@ -1,36 +1,29 @@
-"""The local test cluster's object store: what etcd plus the API server's
-generic registry do for every resource.
+"""The local test cluster's storage: what etcd and the watch cache give the
+API server, and nothing of the API's semantics (registry.py has those).
 
-- Every write gets the next resourceVersion (one counter for the cluster,
-  as etcd's revision); an update that carries a stale one is a 409
-  Conflict.
-- metadata.generation starts at 1 and goes up when anything but metadata
-  and status changes.
-- For resources with a status subresource, writes to the main resource
-  keep the stored status, and writes to /status change only the status.
-- JSON merge patch (RFC 7386) and the strategic merge patch cases kubectl
-  and the operator use (maps merge, lists of named items merge by name).
+- Objects by (resource key, namespace, name). A resource key is
+  "group/version/plural" ("" group for the core API: "/v1/pods").
+- One resourceVersion counter for the cluster, as etcd's revision; every
+  write takes the next one.
+- A history of changes per resource, as the API server's watch cache keeps
+  one per resource: a watch can resume from any version not older than
+  that resource's window, whatever other resources do meanwhile. Each
+  change keeps the object's previous state, so that a watch with a
+  selector can tell an object that stopped matching (DELETED) from one
+  that started (ADDED).
 
 Standard library only.
 """
+import collections
 import copy
 import datetime
 import threading
-import uuid
 
+from errors import already_exists_error, not_found_error
 
-class ApiError(Exception):
-    """An error the API returns as a Status object."""
-
-    def __init__(self, code, reason, message):
-        super().__init__(message)
-        self.code = code
-        self.reason = reason
-        self.message = message
-
-    def status(self):
-        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                "message": self.message, "reason": self.reason, "code": self.code}
+# Changes kept per resource, as a watch cache's window (apiserver.py's
+# --watch-history sets it).
+HISTORY = 1000
 
 
 def now(after=0):
@@ -39,129 +32,109 @@ def now(after=0):
             datetime.timedelta(seconds=after)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def merge_patch(target, patch):
-    """RFC 7386: null removes a key, objects merge, anything else replaces."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = copy.deepcopy(target) if isinstance(target, dict) else {}
-    for k, v in patch.items():
-        if v is None:
-            out.pop(k, None)
-        else:
-            out[k] = merge_patch(out.get(k), v)
-    return out
+def split_key(key):
+    """(group, resource) of a resource key: ("", "pods"),
+    ("training.mwj.io", "multiworkerjobs")."""
+    group, _, rest = key.partition("/")
+    return group, rest.rpartition("/")[2]
 
 
-# Lists that strategic merge patch merges by a key instead of replacing.
-_MERGE_KEYS = {"containers": "name", "initContainers": "name", "env": "name",
-               "volumes": "name", "volumeMounts": "mountPath", "ports": "containerPort",
-               "conditions": "type", "ownerReferences": "uid", "imagePullSecrets": "name"}
+class Event:
+    """One change: its resourceVersion, resource key, namespace, type
+    (ADDED, MODIFIED, DELETED), the object after it (for DELETED, as it
+    was when deleted) and before it (None for ADDED)."""
 
+    __slots__ = ("rv", "key", "ns", "type", "obj", "prev")
 
-def strategic_merge_patch(target, patch, field=None):
-    """The strategic merge patch of Kubernetes for the cases that matter
-    here: objects merge as in a merge patch, lists in _MERGE_KEYS merge
-    item by item on their key ($patch: delete removes an item), other lists
-    are replaced."""
-    if isinstance(patch, list) and field in _MERGE_KEYS and isinstance(target, list):
-        key = _MERGE_KEYS[field]
-        out = copy.deepcopy(target)
-        for item in patch:
-            if not isinstance(item, dict) or key not in item:
-                return copy.deepcopy(patch)
-            idx = next((i for i, t in enumerate(out)
-                        if isinstance(t, dict) and t.get(key) == item[key]), None)
-            if item.get("$patch") == "delete":
-                if idx is not None:
-                    out.pop(idx)
-            elif idx is None:
-                out.append(copy.deepcopy(item))
-            else:
-                out[idx] = strategic_merge_patch(out[idx], item)
-        return out
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = copy.deepcopy(target) if isinstance(target, dict) else {}
-    for k, v in patch.items():
-        if k.startswith("$"):
-            continue
-        if v is None:
-            out.pop(k, None)
-        else:
-            out[k] = strategic_merge_patch(out.get(k), v, k)
-    return out
-
-
-def _spec_view(obj):
-    """What a generation counts: everything but metadata and status."""
-    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+    def __init__(self, rv, key, ns, etype, obj, prev):
+        self.rv, self.key, self.ns, self.type, self.obj, self.prev = rv, key, ns, etype, obj, prev
 
 
 class Store:
-    """Objects by (resource key, namespace, name). A resource key is
-    "group/version/plural" ("" group for the core API). Thread-safe; every
-    change is also passed to the listeners (for watches)."""
+    """Thread-safe; callers that need several operations to be atomic hold
+    `lock` (an RLock) around them."""
 
-    def __init__(self):
+    def __init__(self, history=HISTORY):
+        self.history_size = history
         self.lock = threading.RLock()
+        self.changed = threading.Condition(self.lock)
         self.objects = {}
         self.rv = 0
-        self.listeners = []
-        # Recent changes for watches: (resourceVersion, key, namespace, type,
-        # object), oldest first, at most HISTORY of them, as etcd compacts.
-        self.history = []
-        self.changed = threading.Condition(self.lock)
+        self.history = {}  # key -> deque of Event
+        self.floor = {}    # key -> the oldest version a watch of it may start after
         self.compacted = 0
 
-    def _bump(self):
-        self.rv += 1
-        return str(self.rv)
+    # --- versions and history ---
 
-    HISTORY = 1000
-
-    def _notify(self, key, event, obj):
-        ns = obj.get("metadata", {}).get("namespace")
-        self.history.append((self.rv, key, ns, event, copy.deepcopy(obj)))
-        del self.history[:-self.HISTORY]
+    def _record(self, key, etype, obj, prev):
+        ev = Event(self.rv, key, obj["metadata"].get("namespace"), etype, copy.deepcopy(obj),
+                   copy.deepcopy(prev) if prev is not None else None)
+        window = self.history.setdefault(key, collections.deque())
+        window.append(ev)
+        if len(window) > self.history_size:
+            gone = window.popleft()
+            self.floor[key] = gone.rv
         self.changed.notify_all()
-        for fn in list(self.listeners):
-            fn(key, event, copy.deepcopy(obj), self.rv)
 
-    def oldest(self):
-        """The oldest resourceVersion a watch can still start after."""
+    def oldest(self, key):
+        """The oldest resourceVersion a watch of key can start after."""
         with self.lock:
-            kept = self.history[0][0] - 1 if len(self.history) == self.HISTORY else 0
-            return max(kept, self.compacted)
+            return max(self.floor.get(key, 0), self.compacted)
 
     def compact(self):
-        """Forgets the history up to now, as etcd compaction does (for
-        tests): a watch must start from a fresh list."""
+        """Forgets every history up to now, as etcd compaction does (for
+        tests): a watch must then start from a fresh list."""
         with self.lock:
-            self.history = []
+            self.history = {}
+            self.floor = {}
             self.compacted = self.rv
 
-    def events_after(self, rv, key, ns, timeout):
-        """Changes of key (of every key when None) in ns (everywhere when
-        None) after resourceVersion rv, waiting up to timeout seconds for
-        any change, and the store's resourceVersion to go on from. (None,
-        rv) if rv is older than the history holds (410 Gone)."""
+    def wait_for(self, rv, timeout):
+        """Waits up to timeout seconds until the store has reached
+        resourceVersion rv. Returns whether it has."""
         with self.lock:
-            if rv < self.oldest():
+            return self.changed.wait_for(lambda: self.rv >= rv, timeout)
+
+    def _window(self, key):
+        if key is not None:
+            return list(self.history.get(key, ()))
+        return sorted((e for w in self.history.values() for e in w), key=lambda e: e.rv)
+
+    def _too_old(self, rv, key):
+        if key is not None:
+            return rv < self.oldest(key)
+        return any(rv < self.oldest(k) for k in self.history) or rv < self.compacted
+
+    def events_after(self, rv, key, timeout):
+        """Changes of key (of every resource when None: the node's view)
+        after resourceVersion rv, waiting up to timeout seconds for one, and
+        the store's resourceVersion to go on from. Returns (None, rv) when
+        rv is older than the window (410 Gone)."""
+        with self.lock:
+            if self._too_old(rv, key):
                 return None, rv
-            if self.rv <= rv and timeout > 0:
+            window = self._window(key)
+            if (not window or window[-1].rv <= rv) and timeout > 0:
                 self.changed.wait(timeout)
-            if rv < self.oldest():
+                window = self._window(key)
+            if self._too_old(rv, key):
                 return None, rv
-            return [e for e in self.history
-                    if e[0] > rv and (key is None or e[1] == key) and
-                    (ns is None or e[2] == ns)], self.rv
+            return [e for e in window if e.rv > rv], self.rv
+
+    # --- objects ---
 
     def get(self, key, ns, name):
         with self.lock:
             obj = self.objects.get((key, ns, name))
             if obj is None:
-                raise ApiError(404, "NotFound", '%s "%s" not found' % (key.split("/")[-1], name))
+                raise not_found_error(split_key(key)[1], split_key(key)[0], name)
             return copy.deepcopy(obj)
+
+    def find(self, key, ns, name):
+        """The object, or None."""
+        with self.lock:
+            obj = self.objects.get((key, ns, name))
+            return copy.deepcopy(obj) if obj is not None else None
 
     def list(self, key, ns=None):
         """Objects of key (in ns, or all namespaces when ns is None), sorted
@@ -171,98 +144,56 @@ class Store:
                      if k == key and (ns is None or n == ns)]
             return items, str(self.rv)
 
-    def create(self, key, ns, obj):
+    def in_namespace(self, ns):
+        """(key, name) of every object in namespace ns."""
         with self.lock:
-            md = obj.setdefault("metadata", {})
-            name = md.get("name")
-            if not name and md.get("generateName"):
-                name = md["generateName"] + uuid.uuid4().hex[:5]
-                md["name"] = name
-            if not name:
-                raise ApiError(422, "Invalid", "metadata.name: Required value: name or "
-                                               "generateName is required")
+            return [(k, name) for (k, n, name) in self.objects if n == ns]
+
+    def all_items(self):
+        """((key, ns, name), object) of everything, for the controllers."""
+        with self.lock:
+            return [(k, copy.deepcopy(o)) for k, o in self.objects.items()]
+
+    def create(self, key, ns, obj):
+        """Stores a new object, which must carry its name and metadata
+        already; sets its resourceVersion. 409 if it exists."""
+        with self.lock:
+            name = obj["metadata"]["name"]
             if (key, ns, name) in self.objects:
-                raise ApiError(409, "AlreadyExists",
-                               '%s "%s" already exists' % (key.split("/")[-1], name))
-            if ns is not None:
-                md["namespace"] = ns
-            md["uid"] = str(uuid.uuid4())
-            md["creationTimestamp"] = now()
-            md["generation"] = 1
-            md.pop("deletionTimestamp", None)
-            md["resourceVersion"] = self._bump()
-            self.objects[(key, ns, name)] = obj
-            self._notify(key, "ADDED", obj)
+                raise already_exists_error(split_key(key)[1], split_key(key)[0], name)
+            self.rv += 1
+            obj["metadata"]["resourceVersion"] = str(self.rv)
+            self.objects[(key, ns, name)] = copy.deepcopy(obj)
+            self._record(key, "ADDED", obj, None)
             return copy.deepcopy(obj)
 
-    def update(self, key, ns, name, obj, has_status, status_only=False):
-        """Replaces the object; with has_status, the main resource keeps the
-        stored status and /status (status_only) changes only the status."""
+    def replace(self, key, ns, name, obj):
+        """Stores obj in place of the existing object with a new
+        resourceVersion, unless nothing changed (a no-op write keeps its
+        version). Returns what is stored."""
         with self.lock:
             old = self.objects.get((key, ns, name))
             if old is None:
-                raise ApiError(404, "NotFound", '%s "%s" not found' % (key.split("/")[-1], name))
-            md = obj.setdefault("metadata", {})
-            if md.get("name", name) != name:
-                raise ApiError(400, "BadRequest", "the name of the object (%s) does not match "
-                                                  "the name on the URL (%s)" % (md["name"], name))
-            want_rv = md.get("resourceVersion")
-            if want_rv and want_rv != old["metadata"]["resourceVersion"]:
-                raise ApiError(409, "Conflict",
-                               'Operation cannot be fulfilled on %s "%s": the object has been '
-                               "modified; please apply your changes to the latest version and "
-                               "try again" % (key.split("/")[-1], name))
-            if status_only:
-                new = copy.deepcopy(old)
-                if "status" in obj:
-                    new["status"] = obj["status"]
-                else:
-                    new.pop("status", None)
-            else:
-                new = copy.deepcopy(obj)
-                if has_status:
-                    if "status" in old:
-                        new["status"] = copy.deepcopy(old["status"])
-                    else:
-                        new.pop("status", None)
-                # metadata the server owns
-                for k in ("uid", "creationTimestamp", "namespace", "deletionTimestamp",
-                          "generation"):
-                    if k in old["metadata"]:
-                        new["metadata"][k] = old["metadata"][k]
-                new["metadata"]["name"] = name
-                if _spec_view(new) != _spec_view(old):
-                    new["metadata"]["generation"] = old["metadata"].get("generation", 1) + 1
+                raise not_found_error(split_key(key)[1], split_key(key)[0], name)
+            new = copy.deepcopy(obj)
+            new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
             if new == old:
-                return copy.deepcopy(old)  # a no-op write keeps its version
-            new["metadata"]["resourceVersion"] = self._bump()
+                return copy.deepcopy(old)
+            self.rv += 1
+            new["metadata"]["resourceVersion"] = str(self.rv)
             self.objects[(key, ns, name)] = new
-            self._notify(key, "MODIFIED", new)
+            self._record(key, "MODIFIED", new, old)
             return copy.deepcopy(new)
 
-    def mark_deleting(self, ns, name, grace):
-        """Marks a pod for graceful deletion: deletionTimestamp grace
-        seconds from now, and deletionGracePeriodSeconds, in a MODIFIED
-        event; the pod stays until deleted for good. A pod already marked
-        keeps its mark (a shorter grace is the node's to apply). Returns
-        the pod."""
-        with self.lock:
-            obj = self.objects.get(("/v1/pods", ns, name))
-            if obj is None:
-                raise ApiError(404, "NotFound", 'pods "%s" not found' % name)
-            if obj["metadata"].get("deletionTimestamp"):
-                return copy.deepcopy(obj)
-            obj["metadata"]["deletionTimestamp"] = now(grace)
-            obj["metadata"]["deletionGracePeriodSeconds"] = grace
-            obj["metadata"]["resourceVersion"] = self._bump()
-            self._notify("/v1/pods", "MODIFIED", obj)
-            return copy.deepcopy(obj)
-
-    def delete(self, key, ns, name):
+    def remove(self, key, ns, name):
+        """Deletes the object for good; the DELETED event carries it with
+        the deletion's resourceVersion. Returns it."""
         with self.lock:
             obj = self.objects.pop((key, ns, name), None)
             if obj is None:
-                raise ApiError(404, "NotFound", '%s "%s" not found' % (key.split("/")[-1], name))
-            obj["metadata"]["resourceVersion"] = self._bump()
-            self._notify(key, "DELETED", obj)
+                raise not_found_error(split_key(key)[1], split_key(key)[0], name)
+            prev = copy.deepcopy(obj)
+            self.rv += 1
+            obj["metadata"]["resourceVersion"] = str(self.rv)
+            self._record(key, "DELETED", obj, prev)
             return copy.deepcopy(obj)

@@ -1,9 +1,10 @@
 """The local test cluster's API server on lists and deletes: label and
 field selectors, limit/continue paging, and garbage collection through
 ownerReferences. Over HTTPS with the token from up.sh."""
+import time
 import unittest
 
-from test_watch import Cluster
+from client import Cluster
 
 PODS = "/api/v1/namespaces/default/pods"
 SVCS = "/api/v1/namespaces/default/services"
@@ -69,7 +70,8 @@ class ApiTest(unittest.TestCase):
 
     def test_deleting_an_owner_deletes_its_dependents_in_turn(self):
         _, svc = self.k.call("POST", SVCS, {"apiVersion": "v1", "kind": "Service",
-                                           "metadata": {"name": "owner"}, "spec": {}})
+                                           "metadata": {"name": "owner"},
+                                           "spec": {"ports": [{"port": 80}]}})
         ref = {"apiVersion": "v1", "kind": "Service", "name": "owner",
                "uid": svc["metadata"]["uid"], "controller": True}
         _, child = self.k.call("POST", PODS, pod("child", {"gc": "1"}, owner=ref))
@@ -78,6 +80,11 @@ class ApiTest(unittest.TestCase):
         self.k.call("POST", PODS, pod("grandchild", {"gc": "1"}, owner=ref2))
         self.k.call("POST", PODS, pod("bystander", {"gc": "1"}))
         self.assertEqual(self.k.call("DELETE", SVCS + "/owner")[0], 200)
+        # The garbage collector works in the background, as the real one.
+        for _ in range(100):
+            if self.names("labelSelector=gc") == ["bystander"]:
+                break
+            time.sleep(0.1)
         self.assertEqual(self.names("labelSelector=gc"), ["bystander"])
         self.k.call("DELETE", PODS + "/bystander")
 

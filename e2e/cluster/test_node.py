@@ -3,7 +3,10 @@ fields, and the /etc/hosts a pod sees (cluster DNS for headless
 Services)."""
 import unittest
 
-from node import Node, PodRun, expand, field_value, image_repository
+from node_dns import hosts_for
+from node_exec import expand, image_repository
+from node_pod import PodRun
+from node_volumes import field_value
 
 
 def pod(name, ip, ready=True, labels=None, subdomain="job", ns="default", phase="Running"):
@@ -49,7 +52,7 @@ class NodeTest(unittest.TestCase):
 
     def hosts(self, viewer, pods, services):
         run = PodRun(FakeNode(), viewer, viewer["status"]["podIP"])
-        return Node.hosts_for(None, run, pods, services)
+        return hosts_for(run, pods, services)
 
     def test_hosts_name_every_pod_behind_a_headless_service(self):
         a, b = pod("job-worker-0", "127.0.0.2"), pod("job-worker-1", "127.0.0.3", ready=False)

@@ -2,51 +2,11 @@
 token from up.sh: a watch resumes after the resourceVersion it is given,
 bookmarks come when asked for, timeoutSeconds ends the stream, and a
 version older than the kept history is answered with 410 Expired."""
-import http.client
 import json
-import os
-import ssl
-import subprocess
-import tempfile
 import time
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-class Cluster:
-    def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="mwj-watch-")
-        subprocess.run([os.path.join(HERE, "up.sh"), self.dir], check=True,
-                       stdout=subprocess.DEVNULL)
-        with open(os.path.join(self.dir, "token")) as f:
-            self.token = f.read().strip()
-        with open(os.path.join(self.dir, "kubeconfig")) as f:
-            server = [line for line in f if "server:" in line][0].split("//")[1].strip()
-        self.port = int(server.split(":")[1])
-        self.ctx = ssl.create_default_context(cafile=os.path.join(self.dir, "ca.crt"))
-
-    def stop(self):
-        subprocess.run([os.path.join(HERE, "down.sh"), self.dir], stdout=subprocess.DEVNULL)
-        subprocess.run(["rm", "-rf", self.dir])
-
-    def conn(self):
-        return http.client.HTTPSConnection("127.0.0.1", self.port, context=self.ctx, timeout=30)
-
-    def call(self, method, path, body=None, ctype="application/json"):
-        c = self.conn()
-        c.request(method, path, body=json.dumps(body) if body is not None else None,
-                  headers={"Authorization": "Bearer " + self.token, "Content-Type": ctype})
-        r = c.getresponse()
-        data = json.loads(r.read() or b"null")
-        c.close()
-        return r.status, data
-
-    def watch(self, path):
-        """Opens a watch; returns (connection, response) to read lines from."""
-        c = self.conn()
-        c.request("GET", path, headers={"Authorization": "Bearer " + self.token})
-        return c, c.getresponse()
+from client import Cluster  # noqa: F401  (the other tests take it from here too)
 
 
 def cm(name, value):
@@ -60,7 +20,7 @@ CMS = "/api/v1/namespaces/default/configmaps"
 class WatchTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.k = Cluster()
+        cls.k = Cluster(env={"MWJ_CLUSTER_BOOKMARK_SECONDS": "2"})
 
     @classmethod
     def tearDownClass(cls):
@@ -108,12 +68,14 @@ class WatchTest(unittest.TestCase):
         self.assertEqual(body, b"")
         self.assertLess(time.monotonic() - t0, 10)
 
-    def test_bookmarks_come_when_asked_for(self):
+    def test_bookmarks_come_when_asked_for_after_a_change(self):
         rv = self.k.call("GET", CMS)[1]["metadata"]["resourceVersion"]
+        self.k.call("POST", CMS, cm("bookmarked", "1"))
         ev = self.events(CMS + "?watch=true&allowWatchBookmarks=true&resourceVersion=%s"
-                               "&timeoutSeconds=15" % rv, 1)
-        self.assertEqual(ev[0]["type"], "BOOKMARK")
-        self.assertGreaterEqual(int(ev[0]["object"]["metadata"]["resourceVersion"]), int(rv))
+                               "&timeoutSeconds=15" % rv, 2)
+        self.assertEqual([e["type"] for e in ev], ["ADDED", "BOOKMARK"])
+        self.assertGreaterEqual(int(ev[1]["object"]["metadata"]["resourceVersion"]),
+                                int(ev[0]["object"]["metadata"]["resourceVersion"]))
 
     def test_a_version_older_than_the_history_is_gone(self):
         _, a = self.k.call("POST", CMS, cm("old", "1"))

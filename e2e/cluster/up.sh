@@ -4,11 +4,19 @@
 #
 #   e2e/cluster/up.sh [STATE_DIR] [--image NAME=PATH ...]
 #
+# Clients reach it as they reach a real API server: TLS with HTTP/2 or
+# HTTP/1.1 through ALPN, served by nginx (scripts/install-deps.sh installs
+# it) on the port the kubeconfig names. nginx proxies, unbuffered, to
+# apiserver.py, which serves plain HTTP on a private loopback port; the
+# settings and why are in nginx.conf.in beside this script.
+#
 # STATE_DIR (default: /tmp/mwj-cluster) receives ca.crt, the server's key
-# and certificate, the token, the server's log and pid, the kubeconfig, and
-# node/: each pod's folder (logs, hosts) and the volumes. The image of our
-# worker (repository name mwj-worker) runs $MWJ_WORKER_BIN, by default the
-# built build/bin/mwj-worker; --image maps more images to entrypoints.
+# and certificate, the token, the server's log and pid, the kubeconfig,
+# nginx's (nginx.conf, nginx.pid, nginx-error.log, nginx-access.log, and
+# nginx/ for its temporary files), and node/: each pod's folder (logs,
+# hosts) and the volumes. The image of our worker (repository name
+# mwj-worker) runs $MWJ_WORKER_BIN, by default the built
+# build/bin/mwj-worker; --image maps more images to entrypoints.
 # Stop it with e2e/cluster/down.sh [STATE_DIR].
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -32,6 +40,13 @@ while [ $# -gt 0 ]; do
 		;;
 	esac
 done
+# Without the front, clients would take a path (HTTP/1.1 only) that no
+# real cluster offers them, so there is no falling back to that.
+nginx=$(PATH=$PATH:/usr/sbin:/usr/local/sbin command -v nginx || true)
+if [ -z "$nginx" ]; then
+	echo "up: nginx not found: it is the API server's TLS and HTTP/2 front; install it with scripts/install-deps.sh" >&2
+	exit 1
+fi
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 if [ -f "$dir/apiserver.pid" ] && kill -0 "$(cat "$dir/apiserver.pid")" 2>/dev/null; then
@@ -58,11 +73,34 @@ token=$(openssl rand -hex 24)
 echo "$token" > "$dir/token"
 chmod 600 "$dir/token" "$dir/ca.key" "$dir/server.key"
 
-port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-nohup /usr/bin/python3 "$here/apiserver.py" --port "$port" --cert "$dir/server.crt" \
-	--key "$dir/server.key" --token "$token" --node-dir "$dir/node" --ca "$dir/ca.crt" \
+# Two free ports at once (so not the same one twice): the front's, which
+# clients and pods are given, and the Python server's behind it.
+read -r port backend < <(/usr/bin/python3 -c 'import socket
+a, b = socket.socket(), socket.socket()
+a.bind(("127.0.0.1", 0)); b.bind(("127.0.0.1", 0))
+print(a.getsockname()[1], b.getsockname()[1])')
+# MWJ_CLUSTER_BOOKMARK_SECONDS: about how often a watch gets a bookmark
+# after a change (a real server's is about a minute; tests shorten it).
+# MWJ_CLUSTER_WATCH_HISTORY: changes kept per resource for watches.
+nohup /usr/bin/python3 "$here/apiserver.py" --port "$backend" --plain-http --public-port "$port" \
+	--token "$token" --node-dir "$dir/node" --ca "$dir/ca.crt" \
+	--bookmark-seconds "${MWJ_CLUSTER_BOOKMARK_SECONDS:-60}" \
+	--watch-history "${MWJ_CLUSTER_WATCH_HISTORY:-1000}" \
 	--podnet "$dir/podnet.so" "${images[@]}" > "$dir/apiserver.log" 2>&1 &
 echo $! > "$dir/apiserver.pid"
+
+conf=$(< "$here/nginx.conf.in")
+conf=${conf//@DIR@/"$dir"}
+conf=${conf//@PORT@/"$port"}
+conf=${conf//@BACKEND@/"$backend"}
+printf '%s\n' "$conf" > "$dir/nginx.conf"
+mkdir -p "$dir/nginx"
+# It puts itself in the background once it listens; a bad config or a
+# taken port fails here, with nginx's message on stderr.
+"$nginx" -p "$dir/nginx/" -c "$dir/nginx.conf" -e "$dir/nginx-error.log" || {
+	echo "up: nginx did not start; see $dir/nginx-error.log" >&2
+	exit 1
+}
 
 cat > "$dir/kubeconfig" <<KUBECONFIG
 apiVersion: v1
@@ -94,5 +132,5 @@ for _ in $(seq 100); do
 	fi
 	sleep 0.1
 done
-echo "up: the API server did not come up; see $dir/apiserver.log" >&2
+echo "up: the API server did not come up; see $dir/apiserver.log and $dir/nginx-error.log" >&2
 exit 1

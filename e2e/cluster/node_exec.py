@@ -1,0 +1,159 @@
+"""Starting a container of the local test cluster's node as a process:
+its argv (the image's entrypoint or the container's command), its
+environment, and the unshare sandbox that gives it the pod's /etc files,
+host name and volumes (see Images, Env and Sandbox in node.py).
+
+Standard library only.
+"""
+import os
+import re
+import shlex
+import shutil
+import subprocess
+
+from errors import ApiError
+from node_const import HOST_IP, PODS
+from node_volumes import MountError, field_value, source_data
+
+HOST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+class StartError(Exception):
+    """A container that cannot be started, as the runtime reports it."""
+
+
+class ImageError(Exception):
+    """An image the node has no entrypoint for: the container waits
+    (ErrImagePull), as for an image that cannot be pulled."""
+
+
+def image_repository(image):
+    """"registry:5000/team/mwj-worker:1.0@sha256:..." -> "mwj-worker"."""
+    name = image.split("@")[0].rsplit("/", 1)[-1]
+    return name.split(":")[0]
+
+
+def expand(text, env):
+    """Kubernetes' $(VAR) references: a defined variable is replaced, an
+    undefined one is left as it is, and $$ is a literal $."""
+    return re.sub(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)",
+                  lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)),
+                  text)
+
+
+def container_command(node, run, c):
+    """(argv, env, working directory) of container c."""
+    spec = c.spec
+    image = spec.get("image", "")
+    entry = node.images.get(image_repository(image))
+    path = HOST_PATH if not entry else os.path.dirname(entry) + ":" + HOST_PATH
+    env = {"PATH": path, "HOME": "/root", "HOSTNAME": run.hostname,
+           "KUBERNETES_SERVICE_HOST": HOST_IP,
+           "KUBERNETES_SERVICE_PORT": str(node.server_port),
+           "KUBERNETES_SERVICE_PORT_HTTPS": str(node.server_port),
+           "KUBERNETES_PORT": "tcp://%s:%d" % (HOST_IP, node.server_port)}
+    for src in spec.get("envFrom") or []:
+        kind = "configMap" if src.get("configMapRef") else "secret"
+        ref = src.get("configMapRef") or src.get("secretRef") or {}
+        try:
+            data = source_data(node, run, kind, ref)
+        except MountError as e:
+            raise StartError(str(e)) from e
+        for k, v in data.items():
+            env[src.get("prefix", "") + k] = v.decode("utf-8", "replace")
+    try:
+        pod = node.store.get(PODS, run.ns, run.name)
+    except ApiError as e:
+        raise StartError("the pod is gone") from e
+    for e in spec.get("env") or []:
+        name = e.get("name", "")
+        if "valueFrom" not in e:
+            env[name] = expand(str(e.get("value", "")), env)
+            continue
+        vf = e["valueFrom"] or {}
+        try:
+            if "fieldRef" in vf:
+                env[name] = str(field_value(pod, vf["fieldRef"].get("fieldPath", "")))
+            elif "configMapKeyRef" in vf or "secretKeyRef" in vf:
+                kind = "configMap" if "configMapKeyRef" in vf else "secret"
+                ref = vf.get("configMapKeyRef") or vf.get("secretKeyRef") or {}
+                data = source_data(node, run, kind, {
+                    "name": ref.get("name", ""), "optional": ref.get("optional"),
+                    "items": [{"key": ref.get("key"), "path": "v"}]})
+                if "v" not in data:
+                    continue  # optional, and not there
+                env[name] = data["v"].decode("utf-8", "replace")
+            else:
+                raise ValueError("only fieldRef, configMapKeyRef and secretKeyRef are "
+                                 "supported")
+        except (ApiError, ValueError, MountError) as err:
+            raise StartError('env %s: %s' % (name, err)) from err
+    command = [expand(str(a), env) for a in spec.get("command") or []]
+    args = [expand(str(a), env) for a in spec.get("args") or []]
+    if not command:
+        if not entry:
+            raise ImageError('image "%s" is not known to the local test node (known: %s); '
+                             "give the container a command, or map the image with "
+                             "up.sh --image" % (image, ", ".join(sorted(node.images))))
+        command = [entry]
+    argv = command + args
+    exe = argv[0] if "/" in argv[0] else shutil.which(argv[0], path=env["PATH"])
+    if not exe or not os.access(exe, os.X_OK):
+        raise StartError('exec: "%s": executable file not found in $PATH' % argv[0])
+    # The node's own plumbing, which pods do not set themselves.
+    env["LD_PRELOAD"] = node.podnet
+    env["MWJ_LOCAL_POD_IP"] = run.ip
+    # A sanitized binary must let the preloaded library come first.
+    asan = os.environ.get("ASAN_OPTIONS", "")
+    env["ASAN_OPTIONS"] = (asan + ":" if asan else "") + "verify_asan_link_order=0"
+    for k in ("UBSAN_OPTIONS", "LSAN_OPTIONS"):
+        if k in os.environ:
+            env[k] = os.environ[k]
+    return [exe] + argv[1:], env, spec.get("workingDir") or "/"
+
+
+def spawn(node, run, c, argv, env, workdir):
+    """Starts argv in a mount and UTS namespace of its own, with the
+    pod's hosts, resolv.conf, host name and volumes."""
+    binds = [(os.path.join(run.dir, "hosts"), "/etc/hosts", False, False),
+             (os.path.join(run.dir, "resolv.conf"), "/etc/resolv.conf", False, False)]
+    for m in c.spec.get("volumeMounts") or []:
+        src = run.mounts.get(m.get("name"))
+        if src is None:
+            raise StartError('volumeMount "%s": no volume of that name' % m.get("name"))
+        if m.get("subPath"):
+            src = os.path.normpath(os.path.join(src, m["subPath"]))
+            os.makedirs(src, exist_ok=True)
+        binds.append((src, m.get("mountPath", ""), os.path.isdir(src),
+                      bool(m.get("readOnly"))))
+    script = ["fail() { echo \"local node: $*\" >&2; exit 128; }"]
+    for src, dst, is_dir, ro in binds:
+        s, d = shlex.quote(src), shlex.quote(dst)
+        make = "mkdir -p %s" % d if is_dir else "mkdir -p \"$(dirname %s)\" && " \
+            "{ [ -e %s ] || : > %s; }" % (d, d, d)
+        script.append("%s && mount --bind %s %s || fail cannot mount %s at %s"
+                      % (make, s, d, s, d))
+        if ro:
+            script.append("mount -o remount,bind,ro %s || fail cannot make %s read-only"
+                          % (d, d))
+    script.append("hostname %s || fail cannot set the host name" % shlex.quote(run.hostname))
+    script.append("cd %s || fail no working directory %s" % (shlex.quote(workdir),
+                                                             shlex.quote(workdir)))
+    script.append('exec "$@"')
+    logs = os.path.join(run.dir, "logs")
+    os.makedirs(logs, exist_ok=True)
+    out = open(os.path.join(logs, "%s-%d.log" % (c.name, c.restarts)), "ab")
+    try:
+        proc = subprocess.Popen(
+            ["unshare", "--mount", "--uts", "--propagation", "private", "--",
+             "/bin/sh", "-c", "\n".join(script), "pod-sandbox"] + argv,
+            env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True, close_fds=True)
+        # For down.sh, should this process die without stopping its pods.
+        with open(os.path.join(node.state, "process-groups"), "a") as f:
+            f.write("%d\n" % proc.pid)
+        return proc
+    except OSError as e:
+        raise StartError("cannot start the sandbox: %s" % e) from e
+    finally:
+        out.close()
