@@ -1,6 +1,6 @@
 # mwj - one non-recursive Makefile for every binary, test and benchmark.
 #
-#   make            build build/bin/mwj-worker
+#   make            build build/bin/mwj-worker and build/bin/mwj-operator
 #   make test       build and run every unit and CLI test
 #   make test SAN=1 the same with ASan/UBSan, in build-san/
 #   make bench      throughput figures as JSON lines
@@ -27,11 +27,15 @@ CC ?= cc
 PKGS := openblas libcjson zlib libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS := $(shell pkg-config --libs $(PKGS))
+# The operator also talks HTTPS (libcurl) and reads kubeconfigs (libyaml).
+OPERATOR_PKGS := libcurl yaml-0.1
+OPERATOR_PKG_CFLAGS := $(shell pkg-config --cflags $(OPERATOR_PKGS) 2>/dev/null)
+OPERATOR_PKG_LIBS := $(shell pkg-config --libs $(OPERATOR_PKGS) 2>/dev/null)
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wformat=2 -Wvla
 CFLAGS ?= -O3 -g
 ALL_CFLAGS := -std=c17 -D_GNU_SOURCE -ffp-contract=off -fno-math-errno $(WARN) $(CFLAGS) $(SANFLAGS) $(PKG_CFLAGS) \
-	-Icommon -Iworker/src -MMD -MP
+	$(OPERATOR_PKG_CFLAGS) -Icommon -Iworker/src -Ioperator/src -MMD -MP
 LDFLAGS ?=
 ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
 LIBS := $(PKG_LIBS) -lm -lpthread
@@ -48,9 +52,16 @@ WORKER_LIB := $(OBJ)/libmwjworker.a
 
 COMMON_TESTS := $(patsubst common/tests/%.c,$(BIN)/common_%,$(wildcard common/tests/test_*.c))
 WORKER_TESTS := $(patsubst worker/tests/%.c,$(BIN)/worker_%,$(wildcard worker/tests/test_*.c))
+OPERATOR_SRC := $(filter-out operator/src/main.c,$(wildcard operator/src/*.c))
+OPERATOR_OBJ := $(OPERATOR_SRC:%.c=$(OBJ)/%.o)
+OPERATOR_LIB := $(OBJ)/libmwjoperator.a
+OPERATOR_TESTS := $(patsubst operator/tests/%.c,$(BIN)/operator_%,$(wildcard operator/tests/test_*.c))
+# Helpers the operator tests share: every .c in operator/tests that is not a test.
+OPERATOR_TEST_UTIL := $(patsubst %.c,$(OBJ)/%.o,$(filter-out operator/tests/test_%.c,$(wildcard operator/tests/*.c)))
+OPERATOR_LIBS := $(OPERATOR_PKG_LIBS) $(PKG_LIBS) -lm -lpthread
 # Helpers the worker tests share: every .c in worker/tests that is not a test.
 WORKER_TEST_UTIL := $(patsubst %.c,$(OBJ)/%.o,$(filter-out worker/tests/test_%.c,$(wildcard worker/tests/*.c)))
-TESTS := $(COMMON_TESTS) $(WORKER_TESTS)
+TESTS := $(COMMON_TESTS) $(WORKER_TESTS) $(OPERATOR_TESTS)
 BENCHES := $(patsubst bench/%.c,$(BIN)/%,$(wildcard bench/bench_*.c))
 # The OpenMPI baseline, built only where mpicc is installed (install-deps does).
 MPICC := $(shell command -v mpicc 2>/dev/null)
@@ -58,6 +69,7 @@ ifneq ($(MPICC),)
 BENCHES += $(BIN)/mpi_allreduce
 endif
 WORKER_BIN := $(BIN)/mwj-worker
+OPERATOR_BIN := $(if $(wildcard operator/src/main.c),$(BIN)/mwj-operator)
 # Fuzz targets (worker/fuzz/fuzz_<name>.c): `make test` replays each one's
 # seed corpus (worker/fuzz/corpus/<name>) with this build's compiler and
 # sanitizers; `make fuzz` fuzzes them with clang's libFuzzer.
@@ -69,7 +81,7 @@ FUZZ_FLAGS := -std=c17 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined 
 	-fno-sanitize-recover=undefined -Icommon -Iworker/src
 
 .PHONY: all test bench demo fuzz lint clean
-all: $(WORKER_BIN)
+all: $(WORKER_BIN) $(OPERATOR_BIN)
 
 $(OBJ)/%.o: %.c
 	@mkdir -p $(@D)
@@ -86,6 +98,18 @@ $(WORKER_LIB): $(WORKER_OBJ)
 $(WORKER_BIN): $(OBJ)/worker/src/main.o $(WORKER_LIB) $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) $^ $(LIBS) -o $@
+
+$(OPERATOR_LIB): $(OPERATOR_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BIN)/mwj-operator: $(OBJ)/operator/src/main.o $(OPERATOR_LIB) $(COMMON_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_LDFLAGS) $^ $(OPERATOR_LIBS) -o $@
+
+$(BIN)/operator_%: $(OBJ)/operator/tests/%.o $(OPERATOR_TEST_UTIL) $(OPERATOR_LIB) $(COMMON_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_LDFLAGS) $^ $(OPERATOR_LIBS) -lcmocka -o $@
 
 $(BIN)/common_%: $(OBJ)/common/tests/%.o $(COMMON_LIB)
 	@mkdir -p $(@D)
@@ -133,9 +157,11 @@ $(BIN)/mpi_allreduce: bench/mpi_allreduce.c
 MWJ_TEST_DATA ?= /usr/share/datasets/fashion-mnist
 # The local test cluster's own tests (Python, no build step), and real
 # kubectl against it.
-E2E_UNIT := e2e/cluster/run_tests.py e2e/tests/kubectl_api.sh e2e/tests/kubectl_node.sh
-test: $(WORKER_BIN) $(TESTS) $(FUZZ_REPLAYS)
-	MWJ_WORKER_BIN=$(abspath $(WORKER_BIN)) MWJ_TEST_DATA=$(MWJ_TEST_DATA) \
+E2E_UNIT := e2e/cluster/run_tests.py e2e/tests/kubectl_api.sh e2e/tests/kubectl_node.sh \
+	e2e/tests/operator.sh
+test: $(WORKER_BIN) $(OPERATOR_BIN) $(TESTS) $(FUZZ_REPLAYS)
+	MWJ_WORKER_BIN=$(abspath $(WORKER_BIN)) MWJ_OPERATOR_BIN=$(abspath $(BIN)/mwj-operator) \
+		MWJ_TEST_DATA=$(MWJ_TEST_DATA) \
 		scripts/run-tests.sh $(TESTS) $(FUZZ_REPLAYS) $(E2E_UNIT)
 
 bench: $(WORKER_BIN) $(BENCHES)
@@ -152,7 +178,8 @@ MPI_FILES := bench/mpi_allreduce.c
 lint:
 	clang-format --dry-run --Werror $(C_FILES)
 	clang-tidy --quiet $(filter-out $(MPI_FILES),$(filter %.c,$(C_FILES))) -- -std=c17 \
-		-D_GNU_SOURCE -DFUZZ_CORPUS='""' $(PKG_CFLAGS) -Icommon -Iworker/src -Iworker/tests
+		-D_GNU_SOURCE -DFUZZ_CORPUS='""' $(PKG_CFLAGS) $(OPERATOR_PKG_CFLAGS) -Icommon -Iworker/src \
+		-Iworker/tests -Ioperator/src -Ioperator/tests
 	$(if $(MPICC),clang-tidy --quiet $(MPI_FILES) -- -std=c17 -D_GNU_SOURCE \
 		$(shell $(MPICC) -showme:compile 2>/dev/null))
 

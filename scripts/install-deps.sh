@@ -22,7 +22,9 @@ packages=(
 	libopenblas-dev  # every GEMM on the CPU
 	libcjson-dev     # all JSON
 	zlib1g-dev       # gzip IDX data
-	libssl-dev       # SHA-256 of weights (libcrypto)
+	libssl-dev       # SHA-256 of weights, the ring's HMAC (libcrypto)
+	libcurl4-openssl-dev # mwj-operator: HTTPS (and HTTP/2) to the Kubernetes API
+	libyaml-dev      # mwj-operator: kubeconfig files
 	libcmocka-dev    # C unit tests
 	dataset-fashion-mnist # real IDX data for the demo, tests and benchmarks
 	clang-format clang-tidy # make lint

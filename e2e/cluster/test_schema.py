@@ -62,7 +62,7 @@ class CrdTest(unittest.TestCase):
         self.assertEqual((v["name"], v["served"], v["storage"]), ("v1", True, True))
         self.assertEqual(v["subresources"], {"status": {}})
         cols = [c["name"] for c in v["additionalPrinterColumns"]]
-        self.assertEqual(cols, ["Workers", "Phase", "Restarts", "Age"])
+        self.assertEqual(cols, ["Workers", "Phase", "Ready", "Restarts", "Age"])
 
     def test_the_crd_fits_a_plain_kubectl_apply(self):
         # kubectl apply keeps the whole object in an annotation, which the
@@ -197,7 +197,10 @@ class StatusTest(unittest.TestCase):
             "restarts": {"total": 1, "preemptions": 1, "failures": 0},
             "conditions": [{"type": "Running", "status": "True", "reason": "AllWorkersReady",
                             "message": "2 of 2 workers ready",
-                            "lastTransitionTime": "2026-11-22T10:00:05Z"}]}), [])
+                            "lastTransitionTime": "2026-11-22T10:00:05Z"}],
+            "lastFailure": {"pod": "mnist-worker-1", "exitCode": 137, "reason": "OOMKilled"},
+            "workerAttempts": [0, 1],
+            "restartingWorkers": [{"index": 1, "cause": "Preemption"}]}), [])
 
     def test_a_bad_phase_time_or_duplicate_condition_is_refused(self):
         errs = self.status_errors({

@@ -3,7 +3,10 @@
 #   . "$(dirname "$0")/lib.sh"; cluster_up; check NAME CMD...; finish
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 state=$(mktemp -d /tmp/mwj-e2e-XXXXXX)
-trap '"$root/e2e/cluster/down.sh" "$state" > /dev/null; rm -rf "$state"' EXIT
+# A script may define at_exit, to stop what it started, before the cluster
+# goes. MWJ_E2E_KEEP=1 keeps the state folder (logs) for a look afterwards.
+trap 'declare -F at_exit > /dev/null && at_exit; "$root/e2e/cluster/down.sh" "$state" > /dev/null
+	[ "${MWJ_E2E_KEEP:-0}" = 1 ] && echo "kept $state" || rm -rf "$state"' EXIT
 passed=0
 failed=0
 kubectl=${KUBECTL:-kubectl}

@@ -1,13 +1,13 @@
 /* cli.c - option tables, parsing and validation for mwj-worker. */
 #include "cli.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
+#include "flags.h"
 #include "model.h"
 #include "parse.h"
 
@@ -36,13 +36,6 @@ enum flag_id {
 	F_KEEP_BACKUPS,
 	F_JOB_SECRET_FILE,
 	F_HELP,
-};
-
-struct flag {
-	const char *name;
-	enum flag_id id;
-	const char *meta; /* NULL: takes no value */
-	const char *help; /* ends with the default, if any */
 };
 
 static const struct flag TRAIN_FLAGS[] = {
@@ -95,8 +88,6 @@ static const struct flag EVAL_FLAGS[] = {
     {"help", F_HELP, NULL, "print this help and exit"},
 };
 
-#define NFLAGS(t) (sizeof(t) / sizeof((t)[0]))
-
 static void print_usage(FILE *out)
 {
 	fprintf(out, "usage: mwj-worker <command> [flags]\n\n"
@@ -104,17 +95,6 @@ static void print_usage(FILE *out)
 	             "  train      train a model, like Keras Model.fit\n"
 	             "  evaluate   load a trained model and report test loss and accuracy\n\n"
 	             "Run 'mwj-worker <command> --help' for the flags of a command.\n");
-}
-
-static void print_help(FILE *out, const char *cmd, const struct flag *flags, size_t n)
-{
-	fprintf(out, "usage: mwj-worker %s [flags]\n\nFlags:\n", cmd);
-	for (size_t i = 0; i < n; i++) {
-		char left[64];
-		snprintf(left, sizeof(left), "--%s%s%s", flags[i].name, flags[i].meta ? " " : "",
-		         flags[i].meta ? flags[i].meta : "");
-		fprintf(out, "  %-26s %s\n", left, flags[i].help);
-	}
 }
 
 /* The CPUs a cgroup v2 quota ("<quota> <period>" in cpu.max) allows,
@@ -226,8 +206,10 @@ static int apply_env(struct cli *c, char *err)
 }
 
 /* Sets one flag's value in the config of the current command. */
-static int apply_flag(struct cli *c, enum flag_id id, const char *arg, char *err)
+static int apply_flag(void *ctx, int flag, const char *arg, char *err)
 {
+	struct cli *c = ctx;
+	enum flag_id id = (enum flag_id)flag;
 	struct train_config *t = &c->train;
 	struct eval_config *e = &c->eval;
 	int train = c->cmd == CLI_TRAIN;
@@ -318,45 +300,6 @@ static int apply_flag(struct cli *c, enum flag_id id, const char *arg, char *err
 	return 0;
 }
 
-/* Runs getopt_long over one command's table. Returns 0, 1 for --help, -1. */
-static int parse_flags(struct cli *c, const struct flag *flags, size_t n, int argc, char **argv,
-                       char *err)
-{
-	struct option opts[32];
-	int idx;
-
-	for (size_t i = 0; i < n; i++)
-		opts[i] = (struct option){flags[i].name, flags[i].meta ? required_argument : 0,
-		                          NULL, (int)flags[i].id};
-	opts[n] = (struct option){0};
-	opterr = 0;
-	optind = 1;
-	for (;;) {
-		int id = getopt_long(argc, argv, ":", opts, &idx);
-		if (id == -1)
-			break;
-		/* An unknown short flag inside a word ("-xy") leaves optind on
-		 * that word, so argv[optind - 1] would name the word before. */
-		if (id == '?' && optopt > 0 && optopt < 256)
-			return err_set(err, "unknown flag '-%c'", optopt);
-		if (id == '?')
-			return err_set(err, "unknown flag '%s'", argv[optind - 1]);
-		if (id == ':')
-			return err_set(err, "flag '%s' needs a value", argv[optind - 1]);
-		if (id == F_HELP)
-			return 1;
-		if (apply_flag(c, (enum flag_id)id, optarg, err) < 0) {
-			for (size_t i = 0; i < n; i++)
-				if ((int)flags[i].id == id)
-					return err_prefix(err, "--%s", flags[i].name);
-			return -1;
-		}
-	}
-	if (optind < argc)
-		return err_set(err, "unexpected argument '%s'", argv[optind]);
-	return 0;
-}
-
 static int validate(const struct cli *c, char *err)
 {
 	char tmp[ERR_LEN];
@@ -399,18 +342,21 @@ int cli_parse(struct cli *c, int argc, char **argv, FILE *out, char *err)
 	}
 	if (strcmp(argv[1], "train") == 0) {
 		c->cmd = CLI_TRAIN;
-		flags = TRAIN_FLAGS, n = NFLAGS(TRAIN_FLAGS);
+		flags = TRAIN_FLAGS, n = FLAGS_COUNT(TRAIN_FLAGS);
 	} else if (strcmp(argv[1], "evaluate") == 0) {
 		c->cmd = CLI_EVALUATE;
-		flags = EVAL_FLAGS, n = NFLAGS(EVAL_FLAGS);
+		flags = EVAL_FLAGS, n = FLAGS_COUNT(EVAL_FLAGS);
 	} else {
 		return err_set(err, "unknown command '%s' (expected train or evaluate)", argv[1]);
 	}
 	if (apply_env(c, err) < 0)
 		return -1;
-	rc = parse_flags(c, flags, n, argc - 1, argv + 1, err);
-	if (rc == 1)
-		print_help(out, argv[1], flags, n);
+	rc = flags_parse(flags, n, F_HELP, argc - 1, argv + 1, apply_flag, c, err);
+	if (rc == 1) {
+		char usage[64];
+		snprintf(usage, sizeof(usage), "mwj-worker %s [flags]", argv[1]);
+		flags_print_help(out, usage, flags, n);
+	}
 	if (rc != 0)
 		return rc;
 	c->train.json = c->eval.json = c->log_format == LOG_JSON;

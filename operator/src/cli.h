@@ -1,0 +1,35 @@
+/* cli.h - the mwj-operator command line.
+ *
+ * Precedence, as mwj-worker's: defaults, then the environment
+ * (MWJ_KUBECONFIG, MWJ_CONTEXT, MWJ_NAMESPACE, MWJ_WORKERS,
+ * MWJ_RESYNC_SECONDS, MWJ_LOG_FORMAT, MWJ_LOG_LEVEL), then flags. Where
+ * neither names a kubeconfig, kubeconfig.h's order applies: in-cluster,
+ * $KUBECONFIG, ~/.kube/config.
+ */
+#ifndef MWJ_OPERATOR_CLI_H
+#define MWJ_OPERATOR_CLI_H
+
+#include <stdio.h>
+
+#include "log.h"
+
+#define OPERATOR_VERSION "0.1.0"
+#define CLI_PATH_LEN     4096
+#define CLI_NAME_LEN     254
+
+struct operator_cli {
+	char kubeconfig[CLI_PATH_LEN]; /* "": resolve as kubeconfig.h says */
+	char context[CLI_NAME_LEN];    /* "": the kubeconfig's current context */
+	char namespace[CLI_NAME_LEN];  /* "": every namespace */
+	int workers;                   /* reconcile threads */
+	int resync_s;                  /* the informers' periodic resync */
+	enum log_level log_level;
+	enum log_format log_format;
+	int version; /* --version was given */
+};
+
+/* Parses argv into c. Returns 0 to run; 1 when --help or --version was
+ * printed on out (exit 0); -1 with a message in err on bad usage (exit 1). */
+int operator_cli_parse(struct operator_cli *c, int argc, char **argv, FILE *out, char *err);
+
+#endif

@@ -1,0 +1,500 @@
+/* controller.c - informers, the work queue and the reconcile threads; see
+ * controller.h. */
+#include "controller.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include "actions.h"
+#include "err.h"
+#include "job.h"
+#include "log.h"
+#include "pod_spec.h"
+#include "reconcile.h"
+#include "timefmt.h"
+#include "timers.h"
+
+#define SELECTOR   LABEL_MANAGED_BY "=" MANAGED_BY
+#define MWJ_GROUP  "training.mwj.io"
+#define OWNER_KIND "MultiWorkerJob"
+
+/* How many times one pass reads the job again after a 409 Conflict. */
+#define CONFLICT_RETRIES 3
+
+/* The job as the operator's own last status write returned it, kept until
+ * the informer's copy moves past the version that write started from: a
+ * pass that runs before the watch shows the write must not decide from
+ * the status before it (it would count a restart twice, or recreate a
+ * finished job's pods). */
+struct written {
+	char from_rv[64]; /* the resourceVersion the write was based on */
+	cJSON *obj;       /* what the write returned */
+};
+
+static void written_free(void *v)
+{
+	struct written *w = v;
+
+	if (w) {
+		cJSON_Delete(w->obj);
+		free(w);
+	}
+}
+
+static const char *resource_version(const cJSON *obj)
+{
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	const cJSON *rv = cJSON_GetObjectItemCaseSensitive(meta, "resourceVersion");
+
+	return cJSON_IsString(rv) ? rv->valuestring : "";
+}
+
+/* Remembers what a status write of the job key returned. */
+static void written_put(struct controller *c, const char *key, const char *from_rv, cJSON *obj)
+{
+	struct written *w = xcalloc(1, sizeof(*w));
+
+	snprintf(w->from_rv, sizeof(w->from_rv), "%s", from_rv);
+	w->obj = obj;
+	pthread_mutex_lock(&c->written_lock);
+	written_free(strmap_put(&c->written, key, w));
+	pthread_mutex_unlock(&c->written_lock);
+}
+
+/* The freshest copy of the job: cached (owned by the caller), or the last
+ * write's result when the cache still shows the version that write
+ * started from. Returns a tree the caller deletes. */
+static cJSON *freshest(struct controller *c, const char *key, cJSON *cached)
+{
+	struct written *w;
+	cJSON *out = cached;
+
+	pthread_mutex_lock(&c->written_lock);
+	w = strmap_get(&c->written, key);
+	if (w && strcmp(w->from_rv, resource_version(cached)) == 0) {
+		out = cJSON_Duplicate(w->obj, 1);
+		if (out == NULL)
+			die("out of memory copying a job");
+		cJSON_Delete(cached);
+	} else if (w) {
+		written_free(strmap_remove(&c->written, key)); /* the cache caught up */
+	}
+	pthread_mutex_unlock(&c->written_lock);
+	return out;
+}
+
+static void written_forget(struct controller *c, const char *key)
+{
+	pthread_mutex_lock(&c->written_lock);
+	written_free(strmap_remove(&c->written, key));
+	pthread_mutex_unlock(&c->written_lock);
+}
+
+/* --- who owns what --- */
+
+static const char *str_member(const cJSON *obj, const char *name)
+{
+	const cJSON *s = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+	return cJSON_IsString(s) ? s->valuestring : NULL;
+}
+
+/* The controller ownerReference of obj when it is a MultiWorkerJob:
+ * its name and uid (borrowed), or NULL. */
+static const cJSON *job_owner(const cJSON *obj)
+{
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	const cJSON *refs = cJSON_GetObjectItemCaseSensitive(meta, "ownerReferences");
+	const cJSON *ref;
+
+	cJSON_ArrayForEach(ref, refs)
+	{
+		const char *kind = str_member(ref, "kind"), *api = str_member(ref, "apiVersion");
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ref, "controller")) && kind &&
+		    strcmp(kind, OWNER_KIND) == 0 && api &&
+		    strncmp(api, MWJ_GROUP "/", sizeof(MWJ_GROUP)) == 0 &&
+		    str_member(ref, "name") && str_member(ref, "uid"))
+			return ref;
+	}
+	return NULL;
+}
+
+/* "ns/owner" of an object owned by a job into out. Returns -1 if it is not. */
+static int owner_key(const cJSON *obj, char *out, size_t n)
+{
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	const cJSON *ref = job_owner(obj);
+	const char *ns = str_member(meta, "namespace");
+
+	if (ref == NULL || ns == NULL)
+		return -1;
+	return (size_t)snprintf(out, n, "%s/%s", ns, str_member(ref, "name")) < n ? 0 : -1;
+}
+
+static int owned_by(const cJSON *obj, const char *ns, const char *uid)
+{
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	const cJSON *ref = job_owner(obj);
+	const char *ons = str_member(meta, "namespace");
+
+	return ref && ons && strcmp(ons, ns) == 0 && strcmp(str_member(ref, "uid"), uid) == 0;
+}
+
+/* --- handlers: what changed -> which job to look at --- */
+
+static void on_job(void *ctx, enum informer_op op, const cJSON *old, const cJSON *obj)
+{
+	struct controller *c = ctx;
+	char key[WORKQUEUE_KEY_LEN];
+
+	(void)old;
+	if (informer_key(obj, key, sizeof(key)) < 0)
+		return;
+	if (op == INFORMER_DELETE) {
+		expectations_forget(&c->expect, key);
+		written_forget(c, key);
+		return;
+	}
+	workqueue_add(&c->queue, key);
+}
+
+static int marked_for_deletion(const cJSON *obj)
+{
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+
+	return cJSON_GetObjectItemCaseSensitive(meta, "deletionTimestamp") != NULL;
+}
+
+static void on_pod(void *ctx, enum informer_op op, const cJSON *old, const cJSON *obj)
+{
+	struct controller *c = ctx;
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	const char *name = str_member(meta, "name"), *uid = str_member(meta, "uid");
+	char key[WORKQUEUE_KEY_LEN];
+
+	if (owner_key(obj, key, sizeof(key)) < 0 || name == NULL)
+		return;
+	if (op == INFORMER_ADD)
+		expectations_observe_create(&c->expect, key, name);
+	if (op == INFORMER_DELETE)
+		log_info("job %s: pod %s is gone", key, name);
+	if (uid && (op == INFORMER_DELETE ||
+	            (marked_for_deletion(obj) && (old == NULL || !marked_for_deletion(old)))))
+		expectations_observe_delete(&c->expect, key, uid);
+	workqueue_add(&c->queue, key);
+}
+
+static void on_owned(void *ctx, enum informer_op op, const cJSON *old, const cJSON *obj)
+{
+	struct controller *c = ctx;
+	char key[WORKQUEUE_KEY_LEN];
+
+	(void)op;
+	(void)old;
+	if (owner_key(obj, key, sizeof(key)) == 0)
+		workqueue_add(&c->queue, key);
+}
+
+/* --- one pass --- */
+
+struct pod_filter {
+	const char *ns, *uid;
+};
+
+static int keep_owned(const cJSON *obj, void *ctx)
+{
+	const struct pod_filter *f = ctx;
+
+	return owned_by(obj, f->ns, f->uid);
+}
+
+/* Whether the cache holds an object ns/name owned by the job. */
+static int have_owned(struct informer *inf, const struct job *j, const char *name)
+{
+	cJSON *obj = informer_get(inf, j->ns, name);
+	int have = obj && owned_by(obj, j->ns, j->uid);
+
+	cJSON_Delete(obj);
+	return have;
+}
+
+static long long wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A worker pod the API refused as invalid: no retry can fix that, so the
+ * job fails with the API's own words, decided as for any spec the
+ * operator cannot honour, from the job as the pass's status write left
+ * it (*written, when there was one). Returns as pass does. */
+static int fail_refused(struct controller *c, struct reconcile_input *in,
+                        struct actions_ctx *actx, const cJSON *obj, const char *refused,
+                        cJSON **written, char *err)
+{
+	const cJSON *base = *written ? *written : obj;
+	struct reconcile_output out;
+	struct kube_result res = {0};
+	cJSON *again = NULL;
+	struct job j;
+	int rc = 0;
+
+	(void)c;
+	if (job_parse(&j, base, err) < 0)
+		return -1;
+	log_warn("job %s/%s: %s", j.ns, j.name, refused);
+	snprintf(j.invalid, sizeof(j.invalid), "%s", refused);
+	in->job = &j;
+	reconcile(in, &out);
+	actx->written = &again;
+	actx->status_result = &res;
+	actx->refused = NULL;
+	if (actions_run(actx, &j, base, &out, err) < 0)
+		rc = res.status == 409 ? 1 : -1;
+	if (again) {
+		cJSON_Delete(*written);
+		*written = again;
+	}
+	reconcile_output_release(&out);
+	job_release(&j);
+	return rc;
+}
+
+/* Reconciles the job parsed from obj once. Returns 0, 1 when the status
+ * write met a 409 Conflict (read again and recompute), -1 with err. */
+static int pass(struct controller *c, const char *key, const cJSON *obj, char *err)
+{
+	struct job j;
+	struct reconcile_input in = {0};
+	struct reconcile_output out;
+	struct pod_filter f;
+	struct pod_view *pods = NULL;
+	cJSON *list = NULL, *pod, *written = NULL;
+	char now[TIMEFMT_LEN], secret[JOB_NAME_LEN + 16], policy[JOB_NAME_LEN + 16];
+	struct kube_result res = {0};
+	char refused[ERR_LEN] = "";
+	int rc = 0, n = 0;
+	long long now_ms;
+
+	if (job_parse(&j, obj, err) < 0) {
+		log_warn("job %s: not a MultiWorkerJob the operator can read: %s", key, err);
+		return 0;
+	}
+	f.ns = j.ns;
+	f.uid = j.uid;
+	list = informer_list(&c->pods, keep_owned, &f);
+	pods = xcalloc((size_t)cJSON_GetArraySize(list) + 1, sizeof(*pods));
+	cJSON_ArrayForEach(pod, list)
+	{
+		char perr[ERR_LEN];
+		if (pod_view_parse(&pods[n], &j, pod, perr) == 0)
+			n++;
+		else
+			log_warn("job %s: a pod it owns is unreadable: %s", key, perr);
+	}
+	snprintf(secret, sizeof(secret), "%s-ring-key", j.name);
+	snprintf(policy, sizeof(policy), "%s-ring", j.name);
+	now_ms = wall_ms();
+	timefmt_rfc3339((time_t)(now_ms / 1000), now);
+	in.job = &j;
+	in.pods = pods;
+	in.npods = n;
+	in.have_service = have_owned(&c->services, &j, j.name);
+	in.have_secret = have_owned(&c->secrets, &j, secret);
+	in.have_network_policy = have_owned(&c->policies, &j, policy);
+	in.now_s = now_ms / 1000;
+	in.now = now;
+	reconcile(&in, &out);
+
+	struct actions_ctx actx = {
+	    .api = c->api,
+	    .expect = &c->expect,
+	    .instance = c->cfg.instance,
+	    .pods_created = &c->pods_created,
+	    .pods_deleted = &c->pods_deleted,
+	    .written = &written,
+	    .status_result = &res,
+	    .refused = refused,
+	};
+	if (actions_run(&actx, &j, obj, &out, err) < 0)
+		rc = res.status == 409 ? 1 : -1;
+	if (refused[0] != '\0' && !j.invalid[0])
+		rc = fail_refused(c, &in, &actx, obj, refused, &written, err);
+	if (written)
+		written_put(c, key, resource_version(obj), written);
+	if (rc == 0 && out.requeue_at_s >= 0) {
+		/* A deadline or a time to live: a timer, not the next event. */
+		workqueue_add_after(&c->queue, key, out.requeue_at_s * 1000 - now_ms);
+	}
+	reconcile_output_release(&out);
+	free(pods);
+	cJSON_Delete(list);
+	job_release(&j);
+	return rc;
+}
+
+int controller_sync(struct controller *c, const char *key, char *err)
+{
+	char ns[WORKQUEUE_KEY_LEN], path[KUBE_PATH_LEN];
+	const char *slash = strchr(key, '/');
+	cJSON *obj;
+	long long now = timers_now_ms();
+
+	if (slash == NULL || (size_t)(slash - key) >= sizeof(ns))
+		return err_set(err, "job key '%s' is not namespace/name", key);
+	memcpy(ns, key, (size_t)(slash - key));
+	ns[slash - key] = '\0';
+	obj = informer_get(&c->jobs, ns, slash + 1);
+	if (obj == NULL) {
+		expectations_forget(&c->expect, key);
+		written_forget(c, key);
+		return 0; /* deleted: its objects go by garbage collection */
+	}
+	if (!expectations_satisfied(&c->expect, key, now)) {
+		/* The watch will show what is in flight, and bring the job back;
+		 * if it never does, the expectations expire. */
+		log_debug("job %s: waiting for the watch to show its pods' creates and deletes",
+		          key);
+		workqueue_add_after(&c->queue, key, c->expect.ttl_ms);
+		cJSON_Delete(obj);
+		return 0;
+	}
+	obj = freshest(c, key, obj);
+	for (int attempt = 0;; attempt++) {
+		int rc = pass(c, key, obj, err);
+		cJSON_Delete(obj);
+		if (rc <= 0)
+			return rc;
+		if (attempt == CONFLICT_RETRIES)
+			return err_prefix(err, "job %s: still conflicting after %d reads", key,
+			                  attempt + 1);
+		/* 409: someone changed the job since the cache's copy. Read it
+		 * from the server and decide again; never overwrite. */
+		log_info("job %s: changed meanwhile (409 Conflict); reading it again", key);
+		if (kube_path(path, MWJ_GROUP, "v1", ns, "multiworkerjobs", slash + 1) < 0)
+			return err_set(err, "job %s: path too long", key);
+		struct kube_result res = {0};
+		if (kube_get(c->api, path, &obj, &res, err) < 0)
+			return res.status == 404 ? 0 : -1;
+	}
+}
+
+/* --- threads --- */
+
+static void *worker_main(void *arg)
+{
+	struct controller *c = arg;
+	char key[WORKQUEUE_KEY_LEN], err[ERR_LEN];
+
+	while (workqueue_get(&c->queue, key)) {
+		__atomic_fetch_add(&c->reconciles, 1, __ATOMIC_RELAXED);
+		if (controller_sync(c, key, err) < 0) {
+			__atomic_fetch_add(&c->reconcile_errors, 1, __ATOMIC_RELAXED);
+			long long delay = workqueue_add_rate_limited(&c->queue, key);
+			log_warn("%s; retrying in %lld ms", err, delay);
+		} else {
+			workqueue_forget(&c->queue, key);
+		}
+		workqueue_done(&c->queue, key);
+	}
+	return NULL;
+}
+
+static void informer_setup(struct controller *c, struct informer *inf, const char *name,
+                           const char *group, const char *plural, const char *selector,
+                           informer_fn handler)
+{
+	struct informer_config ic = {
+	    .name = name,
+	    .group = group,
+	    .version = "v1",
+	    .plural = plural,
+	    .namespace = c->cfg.namespace,
+	    .label_selector = selector,
+	    .resync_s = c->cfg.resync_s,
+	    .handler = handler,
+	    .handler_ctx = c,
+	};
+
+	informer_init(inf, c->api, &ic);
+}
+
+static struct informer *informers(struct controller *c, int k)
+{
+	struct informer *all[] = {&c->jobs, &c->pods, &c->services, &c->secrets, &c->policies};
+
+	return all[k];
+}
+
+#define NINFORMERS 5
+
+int controller_start(struct controller *c, struct kube_api *api,
+                     const struct controller_config *cfg, int sync_ms, char *err)
+{
+	memset(c, 0, sizeof(*c));
+	c->cfg = *cfg;
+	c->api = api;
+	if (c->cfg.workers < 1 || c->cfg.workers > CONTROLLER_WORKERS_MAX)
+		return err_set(err, "workers: %d is out of range [1, %d]", c->cfg.workers,
+		               CONTROLLER_WORKERS_MAX);
+	if (workqueue_init(&c->queue, 0, 0, err) < 0)
+		return -1;
+	expectations_init(&c->expect, 0);
+	pthread_mutex_init(&c->written_lock, NULL);
+	strmap_init(&c->written);
+	informer_setup(c, &c->jobs, "multiworkerjobs", MWJ_GROUP, "multiworkerjobs", NULL, on_job);
+	informer_setup(c, &c->pods, "pods", "", "pods", SELECTOR, on_pod);
+	informer_setup(c, &c->services, "services", "", "services", SELECTOR, on_owned);
+	informer_setup(c, &c->secrets, "secrets", "", "secrets", SELECTOR, on_owned);
+	informer_setup(c, &c->policies, "networkpolicies", "networking.k8s.io", "networkpolicies",
+	               SELECTOR, on_owned);
+	for (int k = 0; k < NINFORMERS; k++)
+		if (informer_start(informers(c, k), err) < 0) {
+			controller_stop(c);
+			return -1;
+		}
+	for (int k = 0; k < NINFORMERS; k++)
+		if (!informer_wait_synced(informers(c, k), sync_ms)) {
+			err_set(
+			    err,
+			    "the %s cache did not fill within %d ms: is the API server reachable, "
+			    "and may the operator list and watch %s?",
+			    informers(c, k)->cfg.name, sync_ms, informers(c, k)->cfg.name);
+			controller_stop(c);
+			return -1;
+		}
+	log_info("caches filled: watching multiworkerjobs, pods, services, secrets and "
+	         "networkpolicies in %s",
+	         c->cfg.namespace && c->cfg.namespace[0] ? c->cfg.namespace : "every namespace");
+	for (int k = 0; k < c->cfg.workers; k++) {
+		int rc = pthread_create(&c->threads[k], NULL, worker_main, c);
+		if (rc != 0) {
+			err_set(err, "pthread_create: %s", strerror(rc));
+			controller_stop(c);
+			return -1;
+		}
+		c->nthreads++;
+	}
+	return 0;
+}
+
+void controller_stop(struct controller *c)
+{
+	workqueue_shutdown(&c->queue);
+	for (int k = 0; k < c->nthreads; k++)
+		pthread_join(c->threads[k], NULL);
+	c->nthreads = 0;
+	for (int k = 0; k < NINFORMERS; k++)
+		informer_stop(informers(c, k));
+	for (int k = 0; k < NINFORMERS; k++)
+		informer_release(informers(c, k));
+	workqueue_release(&c->queue);
+	expectations_release(&c->expect);
+	strmap_release(&c->written, written_free);
+	pthread_mutex_destroy(&c->written_lock);
+}

@@ -1,0 +1,75 @@
+/* controller.h - the operator's loop, as DESIGN.md draws it:
+ *
+ *   API watch streams -> informer caches -> work queue of job keys ->
+ *   reconcile (pure) -> actions -> API writes
+ *
+ * and the watch then shows the writes, which closes the loop.
+ *
+ * Informers follow the MultiWorkerJobs, and the Pods, Services, Secrets
+ * and NetworkPolicies labelled app.kubernetes.io/managed-by: mwj-operator.
+ * Any change to one of a job's objects queues the job's key. Worker
+ * threads take keys (never two on one key), read the job and its objects
+ * from the caches, reconcile, write the new status first (a merge patch of
+ * /status, only when it changed) and then run the actions: creates and
+ * deletes of pods (remembered as expectations until the watch shows them,
+ * so that a quick second pass never creates a pod twice), the Service,
+ * Secret and NetworkPolicy, Events, and a finished job's deletion when its
+ * time to live is over. A failed pass comes back after a per-key back-off;
+ * a pass that asks to look again at a time (a deadline, a time to live)
+ * gets a timer.
+ *
+ * A pod's replacement under the same name waits for the old pod's DELETED
+ * event: creating it before is 409 AlreadyExists on a real server (the old
+ * pod keeps its name until its node has stopped it), which is not an
+ * error here but a reason to wait for the watch, never to spin.
+ */
+#ifndef MWJ_CONTROLLER_H
+#define MWJ_CONTROLLER_H
+
+#include "expectations.h"
+#include "informer.h"
+#include "kube_api.h"
+#include "workqueue.h"
+
+#define CONTROLLER_WORKERS_MAX 64
+
+struct controller_config {
+	const char *namespace; /* NULL or "": every namespace */
+	int workers;           /* reconcile threads */
+	const char *instance;  /* the reporting instance of Events (host name) */
+	int resync_s;          /* the informers' periodic resync */
+};
+
+struct controller {
+	struct controller_config cfg;
+	struct kube_api *api;
+	struct informer jobs, pods, services, secrets, policies;
+	struct workqueue queue;
+	struct expectations expect;
+	pthread_t threads[CONTROLLER_WORKERS_MAX];
+	int nthreads;
+	/* The job as the operator's last status write returned it, per job
+	 * key (struct written *), until the job cache shows that write. */
+	pthread_mutex_t written_lock;
+	struct strmap written;
+	/* Counters, for logs and metrics. */
+	unsigned long reconciles, reconcile_errors, pods_created, pods_deleted;
+};
+
+/* Starts the informers, waits for their first lists (up to sync_ms), then
+ * the worker threads. api must outlive c. Returns 0, or -1 with a message
+ * (a cache that never synced: the API unreachable or forbidden). */
+int controller_start(struct controller *c, struct kube_api *api,
+                     const struct controller_config *cfg, int sync_ms, char *err);
+
+/* Stops taking work, lets reconciles in progress finish, stops the
+ * informers and frees everything. The API client should be stopped first
+ * (kube_api_stop) so that watches end at once. */
+void controller_stop(struct controller *c);
+
+/* One pass for the job "namespace/name" (what a worker thread does with a
+ * key; exposed for tests). Returns 0, or -1 with a message when it must be
+ * retried after back-off. */
+int controller_sync(struct controller *c, const char *key, char *err);
+
+#endif

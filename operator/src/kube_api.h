@@ -1,0 +1,171 @@
+/* kube_api.h - the operator's Kubernetes API client: one interface for
+ * every request the operator makes, whatever carries it.
+ *
+ * Backends (struct kube_api_ops):
+ *   curl  HTTPS (HTTP/2 when the server offers it, as a real API server
+ *         does) over libcurl, connections reused (kube_curl.h);
+ *   fake  scripted responses, for tests (operator/tests).
+ *
+ * Over a backend's raw round trip, this layer gives every call the same
+ * behaviour: a time-out; 429 and 5xx (and a failed connection) retried with
+ * capped exponential back-off and jitter, honouring Retry-After, up to a
+ * deadline; an error body of kind Status parsed so that a log line says the
+ * API's reason and message; and typed verbs (get, list, create, update,
+ * merge patch, JSON patch, delete, status merge patch) over cJSON objects.
+ * It never resolves a 409 by overwriting: the caller reads again and
+ * recomputes.
+ *
+ * Thread-safe: any thread may call any function on one struct kube_api at
+ * once (the curl backend keeps a handle per thread). A watch blocks its
+ * thread until it ends.
+ */
+#ifndef MWJ_KUBE_API_H
+#define MWJ_KUBE_API_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+#include "err.h"
+
+#define KUBE_REASON_LEN 64
+#define KUBE_PATH_LEN   2048
+
+/* What a request asks for. path includes the query ("/api/v1/namespaces/
+ * default/pods?labelSelector=..."); body may be NULL. */
+struct kube_req {
+	const char *method; /* GET, POST, PUT, PATCH, DELETE */
+	const char *path;
+	const char *content_type; /* of body; NULL: application/json */
+	const char *body;
+	size_t body_len;
+	int timeout_ms; /* the whole round trip; 0: KUBE_DEFAULT_TIMEOUT_MS */
+};
+
+#define KUBE_DEFAULT_TIMEOUT_MS 30000
+
+/* What came back. body is malloc'd and NUL-terminated (freed by
+ * kube_resp_release); reason, message and code come from a Status body
+ * (reason "" when the body is no Status); retry_after_s from the
+ * Retry-After header or the Status' details.retryAfterSeconds (-1: none). */
+struct kube_resp {
+	long status; /* HTTP status; 0 when no response came */
+	char *body;
+	size_t body_len;
+	char reason[KUBE_REASON_LEN]; /* "NotFound", "Conflict", "AlreadyExists", ... */
+	char message[ERR_LEN];
+	int retry_after_s;
+};
+
+void kube_resp_release(struct kube_resp *r);
+
+/* A watch's bytes, as they arrive; return 0 to go on, -1 to stop. */
+typedef int (*kube_stream_fn)(const char *data, size_t len, void *ctx);
+
+struct kube_api;
+
+struct kube_api_ops {
+	const char *name;
+	/* One round trip, no retry: fills resp (status 0 when nothing came back,
+	 * err then says why: connection refused, time-out, TLS). Returns 0 when
+	 * a response came, whatever its status; -1 when none did. */
+	int (*round_trip)(struct kube_api *api, const struct kube_req *req, struct kube_resp *resp,
+	                  char *err);
+	/* A streaming GET (a watch): calls fn with the body's bytes as they
+	 * arrive, until the server ends the response, fn returns -1, nothing
+	 * arrives for idle_ms, or kube_api_stop() is called. Sets *status to the
+	 * HTTP status (0 if none came); a non-200 body is not streamed but
+	 * returned in resp_body (malloc'd, the caller frees). Returns 0 when the
+	 * stream ended normally or fn stopped it, -1 with err on a transport
+	 * error or the idle time-out. */
+	int (*stream)(struct kube_api *api, const char *path, int idle_ms, kube_stream_fn fn,
+	              void *ctx, long *status, char **resp_body, char *err);
+	/* Makes every stream and round trip in progress end soon (shutdown). */
+	void (*stop)(struct kube_api *api);
+	void (*release)(struct kube_api *api);
+};
+
+/* Counters of the requests made, by verb and status class, for logs and
+ * (later) metrics. Updated atomically. */
+struct kube_api_stats {
+	unsigned long requests, retries, errors_4xx, errors_5xx, transport_errors;
+};
+
+struct kube_api {
+	const struct kube_api_ops *ops;
+	void *impl;                  /* the backend's state */
+	int retry_deadline_ms;       /* how long a call keeps retrying; 0: KUBE_RETRY_DEADLINE_MS */
+	int backoff_first_ms;        /* 0: KUBE_BACKOFF_FIRST_MS */
+	int backoff_max_ms;          /* 0: KUBE_BACKOFF_MAX_MS */
+	struct kube_api_stats stats; /* see above */
+	volatile int stopping;       /* set by kube_api_stop: retries give up */
+};
+
+#define KUBE_RETRY_DEADLINE_MS 60000
+#define KUBE_BACKOFF_FIRST_MS  200
+#define KUBE_BACKOFF_MAX_MS    10000
+
+/* --- Lifecycle --- */
+
+/* Ends streams and retries in progress, so that threads blocked in the
+ * client return soon (SIGTERM). */
+void kube_api_stop(struct kube_api *api);
+
+/* Releases the backend; accepts NULL and a zeroed struct. */
+void kube_api_release(struct kube_api *api);
+
+/* --- Raw requests, with the retries above --- */
+
+/* Sends req, retrying 429, 5xx and transport failures with capped
+ * exponential back-off and jitter (at least Retry-After when given) until
+ * the retry deadline, and parses a Status body. Returns 0 when a response
+ * came (resp->status says which; the caller decides what a 404 or a 409
+ * means), -1 with err when none came within the deadline or the client is
+ * stopping. err names the method and path. */
+int kube_api_request(struct kube_api *api, const struct kube_req *req, struct kube_resp *resp,
+                     char *err);
+
+/* --- Typed verbs over cJSON ---
+ * Each returns 0 on a 2xx, with *out (when out is not NULL) a tree the
+ * caller deletes; -1 otherwise with err ("create pods 'ns/x': 409
+ * AlreadyExists: pods \"x\" already exists") and, when resp_out is not
+ * NULL, the status, reason and message copied there so that the caller
+ * can tell a 404 or a 409 from the rest, and quote the API's own words. */
+struct kube_result {
+	long status;
+	char reason[KUBE_REASON_LEN];
+	char message[ERR_LEN]; /* the Status' message, or "" */
+};
+
+int kube_get(struct kube_api *api, const char *path, cJSON **out, struct kube_result *res,
+             char *err);
+int kube_create(struct kube_api *api, const char *collection_path, const cJSON *obj, cJSON **out,
+                struct kube_result *res, char *err);
+int kube_update(struct kube_api *api, const char *path, const cJSON *obj, cJSON **out,
+                struct kube_result *res, char *err);
+/* A JSON merge patch (application/merge-patch+json); path may end in
+ * "/status" for the status subresource. */
+int kube_merge_patch(struct kube_api *api, const char *path, const cJSON *patch, cJSON **out,
+                     struct kube_result *res, char *err);
+/* A JSON patch (application/json-patch+json): patch is an array of ops. */
+int kube_json_patch(struct kube_api *api, const char *path, const cJSON *patch, cJSON **out,
+                    struct kube_result *res, char *err);
+/* DELETE with DeleteOptions: uid (may be NULL) as a precondition, so that
+ * a newer object of the same name is never deleted by mistake;
+ * propagation ("Background", "Foreground", "Orphan", or NULL for the
+ * server's default); grace_s < 0 for the object's own grace period. A 404
+ * counts as success when missing_ok. */
+int kube_delete(struct kube_api *api, const char *path, const char *uid, const char *propagation,
+                int grace_s, int missing_ok, struct kube_result *res, char *err);
+
+/* --- Paths ---
+ * Write the path of a resource into out (KUBE_PATH_LEN): group "" for the
+ * core API, namespace NULL for a cluster-scoped resource or a list across
+ * namespaces, name NULL for the collection. Names are not escaped: callers
+ * pass names the API server has validated. Returns -1 if it does not fit,
+ * or if a segment could change the path's shape (empty, "." or "..", or
+ * holding '/', '?', '#', '%', a space or a control character); out is
+ * then "". */
+int kube_path(char *out, const char *group, const char *version, const char *ns,
+              const char *plural, const char *name);
+
+#endif

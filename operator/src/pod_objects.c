@@ -1,0 +1,85 @@
+/* pod_objects.c - the objects a job's pods rely on: the headless Service
+ * that gives them DNS names, the Secret holding the ring key and the
+ * NetworkPolicy that keeps strangers off the ring port (pod_spec.h). */
+#include "pod_spec.h"
+
+#include <stdio.h>
+
+#include "base64.h"
+#include "json_out.h"
+
+/* A new object {apiVersion, kind, metadata} named name, owned by j. */
+static cJSON *object_new(const struct job *j, const char *api_version, const char *kind,
+                         const char *name)
+{
+	cJSON *o = json_out_new();
+
+	json_out_str(o, "apiVersion", api_version);
+	json_out_str(o, "kind", kind);
+	json_out_item(o, "metadata", pod_spec_metadata(j, name));
+	return o;
+}
+
+/* {"matchLabels": {job-name: <job>}}: the job's pods, and only them. */
+static void job_pod_selector(cJSON *parent, const char *key, const struct job *j)
+{
+	cJSON *sel = json_out_obj(parent, key);
+
+	json_out_str(json_out_obj(sel, "matchLabels"), LABEL_JOB_NAME, j->name);
+}
+
+cJSON *pod_spec_service(const struct job *j)
+{
+	cJSON *svc = object_new(j, "v1", "Service", j->name);
+	cJSON *spec = json_out_obj(svc, "spec");
+	cJSON *port;
+
+	json_out_str(spec, "clusterIP", "None");
+	/* Workers resolve each other before any of them is Ready. */
+	json_out_bool(spec, "publishNotReadyAddresses", 1);
+	json_out_str(json_out_obj(spec, "selector"), LABEL_JOB_NAME, j->name);
+	port = json_out_item(json_out_arr(spec, "ports"), NULL, json_out_new());
+	json_out_str(port, "name", "ring");
+	json_out_num(port, "port", j->port);
+	json_out_num(port, "targetPort", j->port);
+	json_out_str(port, "protocol", "TCP");
+	return svc;
+}
+
+cJSON *pod_spec_secret(const struct job *j, const unsigned char *key, size_t key_len)
+{
+	char name[JOB_NAME_LEN + 16];
+	char encoded[BASE64_ENCODED_LEN(RING_KEY_BYTES) + 1];
+	cJSON *secret;
+
+	/* The key is always RING_KEY_BYTES; anything longer is cut rather
+	 * than overflowing, and would have been a caller's bug. */
+	if (key_len > RING_KEY_BYTES)
+		key_len = RING_KEY_BYTES;
+	if (base64_encode(encoded, sizeof(encoded), key, key_len, NULL) < 0)
+		encoded[0] = '\0';
+	snprintf(name, sizeof(name), "%s-ring-key", j->name);
+	secret = object_new(j, "v1", "Secret", name);
+	json_out_str(secret, "type", "Opaque");
+	json_out_str(json_out_obj(secret, "data"), "key", encoded);
+	return secret;
+}
+
+cJSON *pod_spec_network_policy(const struct job *j)
+{
+	char name[JOB_NAME_LEN + 16];
+	cJSON *np, *spec, *rule, *port;
+
+	snprintf(name, sizeof(name), "%s-ring", j->name);
+	np = object_new(j, "networking.k8s.io/v1", "NetworkPolicy", name);
+	spec = json_out_obj(np, "spec");
+	job_pod_selector(spec, "podSelector", j);
+	json_out_str(json_out_arr(spec, "policyTypes"), NULL, "Ingress");
+	rule = json_out_item(json_out_arr(spec, "ingress"), NULL, json_out_new());
+	job_pod_selector(json_out_item(json_out_arr(rule, "from"), NULL, json_out_new()),
+	                 "podSelector", j);
+	port = json_out_item(json_out_arr(rule, "ports"), NULL, json_out_new());
+	json_out_str(port, "protocol", "TCP");
+	json_out_num(port, "port", j->port);
+	return np;
+}

@@ -1,0 +1,81 @@
+/* workqueue.h - the keys of the jobs to reconcile, as client-go's rate
+ * limited work queue keeps them:
+ *
+ * - a key is queued at most once however often it is added (adding it
+ *   again while it waits changes nothing);
+ * - no two workers ever hold the same key: a key added while a worker
+ *   processes it is queued again once that worker is done;
+ * - a key whose reconcile failed comes back after a per-key exponential
+ *   back-off (base doubling up to a cap), reset by workqueue_forget when
+ *   it succeeds;
+ * - workqueue_add_after brings a key back at a time (timers.h), for
+ *   deadlines and time-to-live;
+ * - workqueue_shutdown wakes every waiting worker; get then returns 0.
+ *
+ * Thread-safe.
+ */
+#ifndef MWJ_WORKQUEUE_H
+#define MWJ_WORKQUEUE_H
+
+#include <pthread.h>
+
+#include "strmap.h"
+#include "timers.h"
+
+#define WORKQUEUE_KEY_LEN 512
+
+struct workqueue_item;
+
+struct workqueue {
+	pthread_mutex_t lock;
+	pthread_cond_t ready;
+	struct workqueue_item *head, *tail; /* the queue, in order of arrival */
+	struct strmap queued;     /* keys in the queue */
+	struct strmap processing; /* keys a worker holds */
+	struct strmap dirty;      /* keys added while processed: queue again when done */
+	struct strmap failures;   /* key -> (void *)(uintptr_t)consecutive failures */
+	struct timers timers;     /* add_after and back-off */
+	int backoff_base_ms, backoff_max_ms;
+	int shutting_down;
+	/* Counters, for logs and metrics. */
+	unsigned long adds, retries;
+};
+
+#define WORKQUEUE_BACKOFF_BASE_MS 500
+#define WORKQUEUE_BACKOFF_MAX_MS  60000
+
+/* Sets q up and starts its timers. base_ms, max_ms: the back-off (0: the
+ * defaults above). Returns 0, or -1 with a message. */
+int workqueue_init(struct workqueue *q, int base_ms, int max_ms, char *err);
+
+/* Queues key (see above). */
+void workqueue_add(struct workqueue *q, const char *key);
+
+/* Queues key in delay_ms (at once when <= 0). */
+void workqueue_add_after(struct workqueue *q, const char *key, long long delay_ms);
+
+/* Queues key after its back-off, which doubles with each call until
+ * workqueue_forget. Returns the delay chosen, in ms. */
+long long workqueue_add_rate_limited(struct workqueue *q, const char *key);
+
+/* Resets key's back-off (its reconcile succeeded). */
+void workqueue_forget(struct workqueue *q, const char *key);
+
+/* Takes the next key into out (WORKQUEUE_KEY_LEN), waiting for one.
+ * Returns 1, or 0 when the queue is shutting down. The caller must call
+ * workqueue_done with the key. */
+int workqueue_get(struct workqueue *q, char *out);
+
+/* Releases key from its worker; queues it again if it was added meanwhile. */
+void workqueue_done(struct workqueue *q, const char *key);
+
+/* How many keys wait, for logs and metrics. */
+size_t workqueue_len(struct workqueue *q);
+
+/* Wakes every worker: get returns 0 from now on. */
+void workqueue_shutdown(struct workqueue *q);
+
+/* Frees q after its workers have stopped. Accepts a zeroed struct. */
+void workqueue_release(struct workqueue *q);
+
+#endif

@@ -1,0 +1,727 @@
+/* test_pod_spec.c - the objects a job needs: its worker pods (from the
+ * all-fields example, exactly), the names Kubernetes would refuse, the
+ * Service, Secret and NetworkPolicy, and what is read back from pod
+ * fixtures (operator/tests/fixtures/pods). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "pod_spec.h"
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+#define FIXTURES "operator/tests/fixtures/"
+#define UID      "6f1d2c3b-0000-4000-8000-00000000a11f"
+#define OWNER                                                                                      \
+	"'ownerReferences': [{'apiVersion': 'training.mwj.io/v1', 'kind': 'MultiWorkerJob', "      \
+	"'name': 'mnist', 'uid': 'u-1', 'controller': true, 'blockOwnerDeletion': true}]"
+#define LABELS                                                                                     \
+	"'labels': {'training.mwj.io/job-name': 'mnist', "                                         \
+	"'app.kubernetes.io/managed-by': 'mwj-operator'}"
+
+/* --- Helpers --- */
+
+/* A tree parsed from s with every ' turned into ". The caller deletes it. */
+static cJSON *parse_doc(const char *s)
+{
+	char *t = strdup(s);
+	cJSON *doc;
+
+	assert_non_null(t);
+	for (char *p = t; *p != '\0'; p++) {
+		if (*p == '\'')
+			*p = '"';
+	}
+	doc = cJSON_Parse(t);
+	if (doc == NULL)
+		fail_msg("bad test document: %s", t);
+	free(t);
+	return doc;
+}
+
+/* The JSON file at path (from the repository root). */
+static cJSON *load_json(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *text = NULL;
+	size_t len = 0;
+	cJSON *doc;
+
+	if (f == NULL)
+		fail_msg("open '%s' (tests run from the repository root)", path);
+	text = calloc(1, 1 << 20);
+	assert_non_null(text);
+	len = fread(text, 1, (1 << 20) - 1, f);
+	fclose(f);
+	text[len] = '\0';
+	doc = cJSON_Parse(text);
+	if (doc == NULL)
+		fail_msg("'%s' is not JSON", path);
+	free(text);
+	return doc;
+}
+
+/* A YAML scalar as JSON: plain true/false/null and integers typed, the
+ * rest (and every quoted scalar) a string, as Kubernetes reads manifests. */
+static cJSON *yaml_scalar(const yaml_node_t *n)
+{
+	const char *s = (const char *)n->data.scalar.value;
+	char *end = NULL;
+	long long v;
+
+	if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		return cJSON_CreateString(s);
+	if (strcmp(s, "true") == 0 || strcmp(s, "false") == 0)
+		return cJSON_CreateBool(s[0] == 't');
+	if (strcmp(s, "null") == 0 || strcmp(s, "~") == 0 || s[0] == '\0')
+		return cJSON_CreateNull();
+	v = strtoll(s, &end, 10);
+	if (end != s && *end == '\0')
+		return cJSON_CreateNumber((double)v);
+	return cJSON_CreateString(s);
+}
+
+static cJSON *yaml_json(yaml_document_t *doc, const yaml_node_t *n)
+{
+	cJSON *out;
+
+	if (n->type == YAML_SCALAR_NODE)
+		return yaml_scalar(n);
+	if (n->type == YAML_SEQUENCE_NODE) {
+		out = cJSON_CreateArray();
+		for (yaml_node_item_t *i = n->data.sequence.items.start;
+		     i < n->data.sequence.items.top; i++)
+			cJSON_AddItemToArray(out, yaml_json(doc, yaml_document_get_node(doc, *i)));
+		return out;
+	}
+	out = cJSON_CreateObject();
+	for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top;
+	     p++) {
+		const yaml_node_t *key = yaml_document_get_node(doc, p->key);
+
+		cJSON_AddItemToObject(out, (const char *)key->data.scalar.value,
+		                      yaml_json(doc, yaml_document_get_node(doc, p->value)));
+	}
+	return out;
+}
+
+/* The first document of the YAML file at path, as JSON. */
+static cJSON *load_yaml(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	cJSON *out;
+
+	if (f == NULL)
+		fail_msg("open '%s' (tests run from the repository root)", path);
+	assert_true(yaml_parser_initialize(&parser));
+	yaml_parser_set_input_file(&parser, f);
+	if (!yaml_parser_load(&parser, &doc) || yaml_document_get_root_node(&doc) == NULL)
+		fail_msg("'%s' is not YAML", path);
+	out = yaml_json(&doc, yaml_document_get_root_node(&doc));
+	yaml_document_delete(&doc);
+	yaml_parser_delete(&parser);
+	fclose(f);
+	return out;
+}
+
+/* Fails unless got and want are equal, printing both. */
+static void assert_same(const cJSON *got, const cJSON *want)
+{
+	if (!cJSON_Compare(got, want, 1)) {
+		char *g = cJSON_Print(got);
+		char *w = cJSON_Print(want);
+
+		fail_msg("got\n%s\nwant\n%s", g, w);
+	}
+}
+
+static void assert_json_equal(const cJSON *got, const char *want)
+{
+	cJSON *w = parse_doc(want);
+
+	assert_same(got, w);
+	cJSON_Delete(w);
+}
+
+/* A job "ml/mnist" (uid u-1) with spec members spec_members, parsed into
+ * j. The caller deletes the returned object after releasing j. */
+static cJSON *make_job(struct job *j, const char *spec_members)
+{
+	char text[4096];
+	char err[ERR_LEN] = "";
+	cJSON *obj;
+
+	snprintf(text, sizeof(text),
+	         "{'metadata': {'name': 'mnist', 'namespace': 'ml', 'uid': 'u-1'}, 'spec': {%s}}",
+	         spec_members);
+	obj = parse_doc(text);
+	if (job_parse(j, obj, err) != 0)
+		fail_msg("job_parse: %s", err);
+	return obj;
+}
+
+/* The worker pod's container named name. */
+static const cJSON *container(const cJSON *pod, const char *name)
+{
+	const cJSON *c;
+
+	cJSON_ArrayForEach(c, cJSON_GetObjectItem(cJSON_GetObjectItem(pod, "spec"), "containers"))
+	{
+		if (strcmp(cJSON_GetObjectItem(c, "name")->valuestring, name) == 0)
+			return c;
+	}
+	fail_msg("no container '%s'", name);
+	return NULL;
+}
+
+/* The value of env name in container c, or NULL; fails if it is there
+ * twice. */
+static const char *env_value(const cJSON *c, const char *name)
+{
+	const char *found = NULL;
+	const cJSON *e;
+
+	cJSON_ArrayForEach(e, cJSON_GetObjectItem(c, "env"))
+	{
+		const cJSON *v = cJSON_GetObjectItem(e, "value");
+
+		if (strcmp(cJSON_GetObjectItem(e, "name")->valuestring, name) != 0)
+			continue;
+		if (found != NULL)
+			fail_msg("env '%s' is set twice", name);
+		found = cJSON_IsString(v) ? v->valuestring : "(valueFrom)";
+	}
+	return found;
+}
+
+/* --- The worker pod --- */
+
+static void test_pod_spec_builds_the_all_fields_example_worker_pod_exactly(void **state)
+{
+	cJSON *obj = load_yaml("examples/all-fields.yaml");
+	cJSON *want = load_json(FIXTURES "pod_spec/all-fields-worker-1.json");
+	cJSON *meta = cJSON_GetObjectItem(obj, "metadata");
+	const cJSON *tmpl_sidecar;
+	char err[ERR_LEN] = "";
+	struct job j;
+	cJSON *pod;
+
+	(void)state;
+	cJSON_AddStringToObject(meta, "namespace", "ml");
+	cJSON_AddStringToObject(meta, "uid", UID);
+	assert_int_equal(job_parse(&j, obj, err), 0);
+	assert_string_equal(j.invalid, "");
+	pod = pod_spec_pod(&j, 1, 2, err);
+	assert_non_null(pod);
+	assert_same(pod, want);
+	/* The sidecar is the template's, untouched. */
+	tmpl_sidecar = cJSON_GetArrayItem(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(j.template, "spec"), "containers"), 0);
+	assert_same(container(pod, "sidecar"), tmpl_sidecar);
+	/* The template itself is left as it was: pods are built from copies. */
+	assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(j.template, "spec"), "volumes"));
+	assert_null(pod_spec_restart_policy_overridden(&j));
+	cJSON_Delete(pod);
+	job_release(&j);
+	cJSON_Delete(want);
+	cJSON_Delete(obj);
+}
+
+static void test_pod_spec_tf_config_names_every_worker_through_the_service(void **state)
+{
+	struct job j;
+	cJSON *obj = make_job(&j, "'workers': 3, 'template': {'spec': {'containers': "
+	                          "[{'name': 'worker', 'image': 'w'}]}}");
+	char err[ERR_LEN] = "";
+	cJSON *pod = pod_spec_pod(&j, 2, 0, err);
+
+	(void)state;
+	assert_non_null(pod);
+	assert_string_equal(env_value(container(pod, "worker"), "TF_CONFIG"),
+	                    "{\"cluster\":{\"worker\":[\"mnist-worker-0.mnist.ml.svc:2222\","
+	                    "\"mnist-worker-1.mnist.ml.svc:2222\",\"mnist-worker-2.mnist.ml.svc:"
+	                    "2222\"]},\"task\":{\"type\":\"worker\",\"index\":2}}");
+	assert_string_equal(env_value(container(pod, "worker"), "MWJ_WORKER_INDEX"), "2");
+	assert_string_equal(env_value(container(pod, "worker"), "MWJ_RESTART_ATTEMPT"), "0");
+	/* Without a checkpoint volume there is no backup folder. */
+	assert_null(env_value(container(pod, "worker"), "MWJ_BACKUP_DIR"));
+	cJSON_Delete(pod);
+	job_release(&j);
+	cJSON_Delete(obj);
+}
+
+static void test_pod_spec_forces_restart_policy_never_and_says_when_it_differed(void **state)
+{
+	static const struct {
+		const char *policy; /* the template's, NULL: unset */
+		const char *warn;   /* what pod_spec_restart_policy_overridden says */
+	} cases[] = {
+	    {NULL, NULL},
+	    {"Never", NULL},
+	    {"OnFailure", "OnFailure"},
+	    {"Always", "Always"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		char spec[512], err[ERR_LEN] = "";
+		const cJSON *got;
+		struct job j;
+		cJSON *obj, *pod;
+		const char *warn;
+
+		snprintf(spec, sizeof(spec),
+		         "'workers': 1, 'template': {'spec': {%s%s%s'containers': "
+		         "[{'name': 'worker', 'image': 'w'}]}}",
+		         cases[i].policy ? "'restartPolicy': '" : "",
+		         cases[i].policy ? cases[i].policy : "", cases[i].policy ? "', " : "");
+		obj = make_job(&j, spec);
+		pod = pod_spec_pod(&j, 0, 0, err);
+		got = cJSON_GetObjectItem(cJSON_GetObjectItem(pod, "spec"), "restartPolicy");
+		assert_string_equal(got->valuestring, "Never");
+		warn = pod_spec_restart_policy_overridden(&j);
+		if ((warn == NULL) != (cases[i].warn == NULL) ||
+		    (warn != NULL && strcmp(warn, cases[i].warn) != 0))
+			fail_msg("template restartPolicy %s: overridden '%s', want '%s'",
+			         cases[i].policy ? cases[i].policy : "unset",
+			         warn ? warn : "(none)", cases[i].warn ? cases[i].warn : "(none)");
+		cJSON_Delete(pod);
+		job_release(&j);
+		cJSON_Delete(obj);
+	}
+}
+
+static void test_pod_spec_uses_the_first_container_when_none_is_named_worker(void **state)
+{
+	struct job j;
+	cJSON *obj =
+	    make_job(&j, "'workers': 2, 'template': {'spec': {'containers': "
+	                 "[{'name': 'main', 'image': 'w'}, {'name': 'other', 'image': 'b'}]}}");
+	char err[ERR_LEN] = "";
+	cJSON *pod = pod_spec_pod(&j, 0, 0, err);
+
+	(void)state;
+	assert_non_null(env_value(container(pod, "main"), "TF_CONFIG"));
+	assert_non_null(cJSON_GetObjectItem(container(pod, "main"), "ports"));
+	assert_json_equal(container(pod, "other"), "{'name': 'other', 'image': 'b'}");
+	cJSON_Delete(pod);
+	job_release(&j);
+	cJSON_Delete(obj);
+}
+
+static void test_pod_spec_operator_env_overrides_the_users_same_named_entries(void **state)
+{
+	struct job j;
+	cJSON *obj = make_job(
+	    &j, "'workers': 2, 'template': {'spec': {'containers': [{'name': 'worker', 'image': "
+	        "'w', 'env': [{'name': 'MWJ_WORKER_INDEX', 'value': '9'}, {'name': 'KEEP', "
+	        "'value': 'x'}, {'name': 'TF_CONFIG', 'valueFrom': {'configMapKeyRef': {'name': "
+	        "'c', 'key': 'k'}}}, {'name': 'MWJ_BACKUP_DIR', 'value': '/mine'}]}]}}");
+	char err[ERR_LEN] = "";
+	cJSON *pod = pod_spec_pod(&j, 1, 4, err);
+	const cJSON *w = container(pod, "worker");
+	const cJSON *last = cJSON_GetArrayItem(
+	    cJSON_GetObjectItem(w, "env"), cJSON_GetArraySize(cJSON_GetObjectItem(w, "env")) - 2);
+
+	(void)state;
+	assert_string_equal(env_value(w, "MWJ_WORKER_INDEX"), "1");
+	assert_string_equal(env_value(w, "MWJ_RESTART_ATTEMPT"), "4");
+	assert_string_equal(env_value(w, "MWJ_NUM_WORKERS"), "2");
+	assert_string_equal(env_value(w, "MWJ_JOB_NAME"), "mnist");
+	assert_string_equal(env_value(w, "MWJ_JOB_SECRET_FILE"), "/var/run/secrets/mwj/key");
+	assert_true(strncmp(env_value(w, "TF_CONFIG"), "{\"cluster\"", 10) == 0);
+	/* The user's other entries stay, after the operator's, in order; an
+	 * operator name the operator does not set here stays the user's. */
+	assert_string_equal(env_value(w, "KEEP"), "x");
+	assert_string_equal(env_value(w, "MWJ_BACKUP_DIR"), "/mine");
+	assert_json_equal(last, "{'name': 'KEEP', 'value': 'x'}");
+	cJSON_Delete(pod);
+	job_release(&j);
+	cJSON_Delete(obj);
+}
+
+static void test_pod_spec_keeps_a_users_ring_port_or_adds_one(void **state)
+{
+	static const struct {
+		const char *ports, *want;
+	} cases[] = {
+	    {"", "[{'name': 'ring', 'containerPort': 2222, 'protocol': 'TCP'}]"},
+	    {"'ports': [{'name': 'grpc', 'containerPort': 2222}], ",
+	     "[{'name': 'grpc', 'containerPort': 2222}]"},
+	    {"'ports': [{'containerPort': 2222, 'protocol': 'TCP'}], ",
+	     "[{'containerPort': 2222, 'protocol': 'TCP'}]"},
+	    {"'ports': [{'name': 'ring', 'containerPort': 8080}], ",
+	     "[{'name': 'ring', 'containerPort': 8080}, {'containerPort': 2222, 'protocol': "
+	     "'TCP'}]"},
+	    {"'ports': [{'name': 'dns', 'containerPort': 2222, 'protocol': 'UDP'}], ",
+	     "[{'name': 'dns', 'containerPort': 2222, 'protocol': 'UDP'}, "
+	     "{'name': 'ring', 'containerPort': 2222, 'protocol': 'TCP'}]"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		char spec[512], err[ERR_LEN] = "";
+		struct job j;
+		cJSON *obj, *pod;
+
+		snprintf(spec, sizeof(spec),
+		         "'workers': 1, 'template': {'spec': {'containers': [{%s'name': 'worker', "
+		         "'image': 'w'}]}}",
+		         cases[i].ports);
+		obj = make_job(&j, spec);
+		pod = pod_spec_pod(&j, 0, 0, err);
+		assert_json_equal(cJSON_GetObjectItem(container(pod, "worker"), "ports"),
+		                  cases[i].want);
+		cJSON_Delete(pod);
+		job_release(&j);
+		cJSON_Delete(obj);
+	}
+}
+
+static void test_pod_spec_mounts_its_volumes_in_place_of_the_users_of_the_same_name(void **state)
+{
+	struct job j;
+	cJSON *obj =
+	    make_job(&j, "'workers': 1, 'checkpoint': {'mountPath': '/ckpt//', 'volume': "
+	                 "{'persistentVolumeClaim': {'claimName': 'c'}}}, 'template': {'spec': {"
+	                 "'volumes': [{'name': 'data', 'emptyDir': {}}, {'name': 'mwj-checkpoint', "
+	                 "'emptyDir': {}}], 'containers': [{'name': 'worker', 'image': 'w', "
+	                 "'volumeMounts': [{'name': 'data', 'mountPath': '/data'}, {'name': 'old', "
+	                 "'mountPath': '/ckpt//'}]}]}}");
+	char err[ERR_LEN] = "";
+	cJSON *pod = pod_spec_pod(&j, 0, 0, err);
+
+	(void)state;
+	assert_json_equal(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(pod, "spec"), "volumes"),
+	    "[{'name': 'data', 'emptyDir': {}}, "
+	    "{'name': 'mwj-ring-key', 'secret': {'secretName': 'mnist-ring-key'}}, "
+	    "{'name': 'mwj-checkpoint', 'persistentVolumeClaim': {'claimName': 'c'}}]");
+	assert_json_equal(cJSON_GetObjectItem(container(pod, "worker"), "volumeMounts"),
+	                  "[{'name': 'data', 'mountPath': '/data'}, "
+	                  "{'name': 'mwj-ring-key', 'mountPath': '/var/run/secrets/mwj', "
+	                  "'readOnly': true}, {'name': 'mwj-checkpoint', 'mountPath': '/ckpt//'}]");
+	/* A trailing '/' of the mount path does not double in the folder. */
+	assert_string_equal(env_value(container(pod, "worker"), "MWJ_BACKUP_DIR"),
+	                    "/ckpt/ml/mnist");
+	cJSON_Delete(pod);
+	job_release(&j);
+	cJSON_Delete(obj);
+}
+
+static void test_pod_spec_refuses_a_template_without_containers_or_a_bad_index(void **state)
+{
+	char err[ERR_LEN] = "";
+	struct job j;
+	cJSON *obj = make_job(&j, "'workers': 2, 'template': {'spec': {'containers': []}}");
+
+	(void)state;
+	assert_non_null(strstr(j.invalid, "'spec.template.spec.containers' is empty"));
+	assert_null(pod_spec_pod(&j, 0, 0, err));
+	assert_string_equal(err, "job 'ml/mnist': the pod template has no containers");
+	job_release(&j);
+	cJSON_Delete(obj);
+	obj = make_job(&j, "'workers': 2, 'template': {'spec': {'containers': [{'name': 'w'}]}}");
+	assert_null(pod_spec_pod(&j, 2, 0, err));
+	assert_string_equal(err, "job 'ml/mnist': worker index 2 is out of range [0, 1]");
+	assert_null(pod_spec_pod(&j, -1, 0, err));
+	job_release(&j);
+	cJSON_Delete(obj);
+}
+
+/* --- Names --- */
+
+static void test_pod_spec_check_names_refuses_names_too_long_at_the_exact_boundary(void **state)
+{
+	/* The longest pod name, "<job>-worker-<workers - 1>", must be a
+	 * 63-character hostname: 8 characters of "-worker-" and the index. */
+	static const struct {
+		int workers, max;
+	} cases[] = {
+	    {1, 54},   {3, 54},    {10, 54},   {11, 53},   {100, 53},
+	    {101, 52}, {1000, 52}, {1001, 51}, {4096, 51},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		char why[ERR_LEN], want[ERR_LEN], pod[JOB_NAME_LEN];
+		struct job j;
+
+		memset(&j, 0, sizeof(j));
+		j.workers = cases[i].workers;
+		memset(j.name, 'a', (size_t)cases[i].max);
+		if (pod_spec_check_names(&j, why) != 0)
+			fail_msg("%d workers, %d characters: refused: %s", j.workers, cases[i].max,
+			         why);
+		pod_spec_pod_name(&j, j.workers - 1, pod);
+		assert_int_equal(strlen(pod), 63);
+		j.name[cases[i].max] = 'a';
+		snprintf(want, sizeof(want),
+		         "job name '%s' is too long (%d characters): a worker's pod name "
+		         "'<job>-worker-<index>' is its hostname, which can have at most 63 "
+		         "characters, so with %d worker%s the job name can have at most %d",
+		         j.name, cases[i].max + 1, j.workers, j.workers == 1 ? "" : "s",
+		         cases[i].max);
+		assert_int_equal(pod_spec_check_names(&j, why), -1);
+		assert_string_equal(why, want);
+	}
+}
+
+static void test_pod_spec_check_names_refuses_names_that_cannot_name_a_service(void **state)
+{
+	static const char *const bad[] = {"1mnist", "mnist.v2", "mnist-", "-mnist", "mnist_v2"};
+	static const char *const good[] = {"m", "mnist", "mnist-v2", "m1-2-3"};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+		char why[ERR_LEN] = "";
+		struct job j;
+
+		memset(&j, 0, sizeof(j));
+		j.workers = 2;
+		snprintf(j.name, sizeof(j.name), "%s", bad[i]);
+		if (pod_spec_check_names(&j, why) != -1 ||
+		    strstr(why,
+		           "cannot name the job's Service: it must consist of lower-case "
+		           "letters, digits and '-', start with a letter and end with a letter "
+		           "or digit (a DNS-1035 label)") == NULL)
+			fail_msg("'%s': '%s'", bad[i], why);
+	}
+	for (size_t i = 0; i < ARRAY_LEN(good); i++) {
+		char why[ERR_LEN] = "";
+		struct job j;
+
+		memset(&j, 0, sizeof(j));
+		j.workers = 4096;
+		snprintf(j.name, sizeof(j.name), "%s", good[i]);
+		if (pod_spec_check_names(&j, why) != 0)
+			fail_msg("'%s' refused: %s", good[i], why);
+	}
+}
+
+/* --- The Service, Secret and NetworkPolicy --- */
+
+static void test_pod_spec_builds_the_headless_service_exactly(void **state)
+{
+	struct job j;
+	cJSON *obj = make_job(&j, "'workers': 2, 'port': 4444, 'template': {'spec': "
+	                          "{'containers': [{'name': 'worker'}]}}");
+	cJSON *svc = pod_spec_service(&j);
+
+	(void)state;
+	assert_json_equal(svc, "{'apiVersion': 'v1', 'kind': 'Service', 'metadata': {"
+	                       "'name': 'mnist', 'namespace': 'ml', " LABELS ", " OWNER "}, "
+	                       "'spec': {'clusterIP': 'None', 'publishNotReadyAddresses': true, "
+	                       "'selector': {'training.mwj.io/job-name': 'mnist'}, "
+	                       "'ports': [{'name': 'ring', 'port': 4444, 'targetPort': 4444, "
+	                       "'protocol': 'TCP'}]}}");
+	cJSON_Delete(svc);
+	job_release(&j);
+	cJSON_Delete(obj);
+}
+
+static void test_pod_spec_builds_the_ring_key_secret_exactly(void **state)
+{
+	unsigned char key[RING_KEY_BYTES];
+	struct job j;
+	cJSON *obj = make_job(&j, "'workers': 2, 'template': {'spec': "
+	                          "{'containers': [{'name': 'worker'}]}}");
+	cJSON *secret;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(key); i++)
+		key[i] = (unsigned char)(i * 8);
+	secret = pod_spec_secret(&j, key, sizeof(key));
+	assert_json_equal(secret,
+	                  "{'apiVersion': 'v1', 'kind': 'Secret', 'metadata': {"
+	                  "'name': 'mnist-ring-key', 'namespace': 'ml', " LABELS ", " OWNER
+	                  "}, 'type': 'Opaque', "
+	                  "'data': {'key': 'AAgQGCAoMDhASFBYYGhweICIkJigqLC4wMjQ2ODo8Pg='}}");
+	cJSON_Delete(secret);
+	job_release(&j);
+	cJSON_Delete(obj);
+}
+
+static void test_pod_spec_builds_the_network_policy_exactly(void **state)
+{
+	struct job j;
+	cJSON *obj = make_job(&j, "'workers': 2, 'template': {'spec': "
+	                          "{'containers': [{'name': 'worker'}]}}");
+	cJSON *np = pod_spec_network_policy(&j);
+
+	(void)state;
+	assert_json_equal(
+	    np, "{'apiVersion': 'networking.k8s.io/v1', 'kind': 'NetworkPolicy', 'metadata': {"
+	        "'name': 'mnist-ring', 'namespace': 'ml', " LABELS ", " OWNER "}, 'spec': {"
+	        "'podSelector': {'matchLabels': {'training.mwj.io/job-name': 'mnist'}}, "
+	        "'policyTypes': ['Ingress'], 'ingress': [{'from': [{'podSelector': "
+	        "{'matchLabels': {'training.mwj.io/job-name': 'mnist'}}}], "
+	        "'ports': [{'protocol': 'TCP', 'port': 2222}]}]}}");
+	cJSON_Delete(np);
+	job_release(&j);
+	cJSON_Delete(obj);
+}
+
+/* --- Reading pods back --- */
+
+static void test_pod_view_parse_reads_the_pod_fixtures(void **state)
+{
+	static const struct {
+		const char *file;
+		const char *name;
+		long attempt;
+		int index;
+		enum pod_phase phase;
+		int ready, deleting, disrupted;
+		int exit_code;
+		const char *status_reason;
+		const char *reason, *waiting_reason, *waiting_message;
+		long long created_s;
+	} cases[] = {
+	    {"pending-errimagepull", "mnist-worker-0", 0, 0, POD_PENDING, 0, 0, 0, -1, "", "",
+	     "ErrImagePull", "rpc error: code = NotFound desc = failed to pull", 1795568523},
+	    /* The sidecar's exit is not the worker's. */
+	    {"running-ready", "mnist-worker-1", 3, 1, POD_RUNNING, 1, 0, 0, -1, "", "", "", "",
+	     1795568524},
+	    {"succeeded", "mnist-worker-0", 1, 0, POD_SUCCEEDED, 0, 0, 0, 0, "", "Completed", "",
+	     "", 1795568523},
+	    /* The worker container is the first when none is named "worker". */
+	    {"failed-oomkilled", "mnist-worker-2", 0, 2, POD_FAILED, 0, 0, 0, 137, "", "OOMKilled",
+	     "", "", 1795568523},
+	    {"evicted", "mnist-worker-1", 2, 1, POD_FAILED, 0, 0, 1, 137, "Evicted", "Error", "",
+	     "", 1795568523},
+	    {"disruption-target", "mnist-worker-3", 0, 3, POD_RUNNING, 1, 0, 1, -1, "", "", "", "",
+	     1795568523},
+	    {"deleting", "mnist-worker-0", 5, 0, POD_RUNNING, 1, 1, 0, -1, "", "", "", "",
+	     1795568523},
+	};
+	struct job j;
+	cJSON *obj = make_job(&j, "'workers': 4, 'template': {'spec': "
+	                          "{'containers': [{'name': 'worker'}]}}");
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		char path[256], err[ERR_LEN] = "";
+		struct pod_view p;
+		cJSON *pod;
+
+		snprintf(path, sizeof(path), FIXTURES "pods/%s.json", cases[i].file);
+		pod = load_json(path);
+		if (pod_view_parse(&p, &j, pod, err) != 0)
+			fail_msg("%s: %s", cases[i].file, err);
+		if (strcmp(p.name, cases[i].name) != 0 || p.index != cases[i].index ||
+		    p.attempt != cases[i].attempt || p.phase != cases[i].phase ||
+		    p.ready != cases[i].ready || p.deleting != cases[i].deleting ||
+		    p.disrupted != cases[i].disrupted ||
+		    strcmp(p.status_reason, cases[i].status_reason) != 0 ||
+		    p.exit_code != cases[i].exit_code || strcmp(p.reason, cases[i].reason) != 0 ||
+		    strcmp(p.waiting_reason, cases[i].waiting_reason) != 0 ||
+		    strncmp(p.waiting_message, cases[i].waiting_message,
+		            strlen(cases[i].waiting_message)) != 0 ||
+		    p.created_s != cases[i].created_s)
+			fail_msg(
+			    "%s: name %s, index %d, attempt %ld, phase %d, ready %d, deleting %d, "
+			    "disrupted %d, status reason '%s', exit %d, reason '%s', waiting "
+			    "'%s' '%s', created %lld",
+			    cases[i].file, p.name, p.index, p.attempt, (int)p.phase, p.ready,
+			    p.deleting, p.disrupted, p.status_reason, p.exit_code, p.reason,
+			    p.waiting_reason, p.waiting_message, p.created_s);
+		assert_true(strncmp(p.uid, "0b6a1c2e-", 9) == 0);
+		cJSON_Delete(pod);
+	}
+	job_release(&j);
+	cJSON_Delete(obj);
+}
+
+static void test_pod_view_parse_reads_malformed_marks_as_unknown(void **state)
+{
+	static const struct {
+		const char *index, *attempt;
+		int want_index;
+		long want_attempt;
+	} cases[] = {
+	    {"'7'", "'12'", 7, 12},      {"'x'", "'abc'", -1, -1}, {"'-1'", "'-1'", -1, -1},
+	    {"'4096'", "'1e3'", -1, -1}, {"' 1'", "' 1'", -1, -1}, {"3", "3", -1, -1},
+	    {"'4095'", "'0'", 4095, 0},  {"''", "''", -1, -1},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		char text[512], err[ERR_LEN] = "";
+		struct pod_view p;
+		cJSON *pod;
+
+		snprintf(
+		    text, sizeof(text),
+		    "{'metadata': {'name': 'p', 'labels': {'training.mwj.io/replica-index': %s}, "
+		    "'annotations': {'training.mwj.io/restart-attempt': %s}, "
+		    "'creationTimestamp': 'now'}, 'status': {'phase': 'Exploded', "
+		    "'conditions': {'type': 'Ready', 'status': 'True'}, "
+		    "'containerStatuses': [{'name': 'worker', 'state': {'terminated': "
+		    "{'exitCode': -4}}}]}}",
+		    cases[i].index, cases[i].attempt);
+		pod = parse_doc(text);
+		assert_int_equal(pod_view_parse(&p, NULL, pod, err), 0);
+		if (p.index != cases[i].want_index || p.attempt != cases[i].want_attempt)
+			fail_msg("index %s, attempt %s: %d, %ld", cases[i].index, cases[i].attempt,
+			         p.index, p.attempt);
+		assert_int_equal(p.phase, POD_UNKNOWN);
+		assert_false(p.ready);
+		assert_int_equal(p.exit_code, -1);
+		assert_int_equal(p.created_s, 0);
+		cJSON_Delete(pod);
+	}
+}
+
+static void test_pod_view_parse_refuses_a_pod_without_a_name(void **state)
+{
+	static const char *const docs[] = {"{}", "{'metadata': {}}", "{'metadata': {'name': 5}}",
+	                                   "{'metadata': {'name': ''}}", "[]"};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(docs); i++) {
+		char err[ERR_LEN] = "";
+		cJSON *pod = parse_doc(docs[i]);
+		struct pod_view p;
+
+		assert_int_equal(pod_view_parse(&p, NULL, pod, err), -1);
+		assert_string_equal(err, "pod without a name");
+		cJSON_Delete(pod);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_pod_spec_builds_the_all_fields_example_worker_pod_exactly),
+	    cmocka_unit_test(test_pod_spec_tf_config_names_every_worker_through_the_service),
+	    cmocka_unit_test(test_pod_spec_forces_restart_policy_never_and_says_when_it_differed),
+	    cmocka_unit_test(test_pod_spec_uses_the_first_container_when_none_is_named_worker),
+	    cmocka_unit_test(test_pod_spec_operator_env_overrides_the_users_same_named_entries),
+	    cmocka_unit_test(test_pod_spec_keeps_a_users_ring_port_or_adds_one),
+	    cmocka_unit_test(
+	        test_pod_spec_mounts_its_volumes_in_place_of_the_users_of_the_same_name),
+	    cmocka_unit_test(test_pod_spec_refuses_a_template_without_containers_or_a_bad_index),
+	    cmocka_unit_test(
+	        test_pod_spec_check_names_refuses_names_too_long_at_the_exact_boundary),
+	    cmocka_unit_test(test_pod_spec_check_names_refuses_names_that_cannot_name_a_service),
+	    cmocka_unit_test(test_pod_spec_builds_the_headless_service_exactly),
+	    cmocka_unit_test(test_pod_spec_builds_the_ring_key_secret_exactly),
+	    cmocka_unit_test(test_pod_spec_builds_the_network_policy_exactly),
+	    cmocka_unit_test(test_pod_view_parse_reads_the_pod_fixtures),
+	    cmocka_unit_test(test_pod_view_parse_reads_malformed_marks_as_unknown),
+	    cmocka_unit_test(test_pod_view_parse_refuses_a_pod_without_a_name),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
