@@ -14,8 +14,8 @@ int flags_parse(const struct flag *flags, size_t n, int help_id, int argc, char 
 	if (n > FLAGS_MAX)
 		return err_set(err, "internal: %zu flags, at most %d", n, FLAGS_MAX);
 	for (size_t i = 0; i < n; i++)
-		opts[i] = (struct option){flags[i].name, flags[i].meta ? required_argument : 0, NULL,
-		                          flags[i].id};
+		opts[i] = (struct option){flags[i].name, flags[i].meta ? required_argument : 0,
+		                          NULL, flags[i].id};
 	opts[n] = (struct option){0};
 	opterr = 0;
 	optind = 1;

@@ -57,7 +57,7 @@ until_true() { # until_true SECONDS WHAT CMD...: CMD succeeds within SECONDS
 	done
 }
 in_phase() { [ "$(jp "mwj/$1" '{.status.phase}' 2> /dev/null)" = "$2" ]; }
-phase_is() { until_true "${3:-120}" "mwj/$1 to be $2" in_phase "$1" "$2"; } # JOB PHASE [SECONDS]
+phase_is() { until_true "${3:-300}" "mwj/$1 to be $2" in_phase "$1" "$2"; } # JOB PHASE [SECONDS]
 attempt_is() { [ "$(jp "pod/$1" '{.metadata.annotations.training\.mwj\.io/restart-attempt}' 2> /dev/null)" = "$2" ]; }
 ready() { [ "$(jp "pod/$1" '{.status.conditions[?(@.type=="Ready")].status}' 2> /dev/null)" = True ]; }
 running() { until_true 60 "pod/$1 to be Ready" ready "$1"; }
@@ -113,9 +113,12 @@ sh_job() {
         command: [sh, -c, '$3']" | sed '/image: mwj-worker:latest/d'
 }
 
+established() {
+	[ "$(jp crd/multiworkerjobs.training.mwj.io '{.status.conditions[?(@.type=="Established")].status}' 2> /dev/null)" = True ]
+}
 prepare() {
 	k apply -f "$root/crds/" > /dev/null &&
-		k wait --for=condition=Established crd/multiworkerjobs.training.mwj.io > /dev/null &&
+		until_true 60 "the CRD to be established" established &&
 		k apply -f - > /dev/null <<YAML
 apiVersion: v1
 kind: PersistentVolumeClaim

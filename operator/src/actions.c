@@ -163,8 +163,9 @@ static int create_pod(const struct actions_ctx *ctx, const struct job *j, const 
 	if (rc != 0) {
 		expectations_create_failed(ctx->expect, key, a->name);
 		if (rc < 0 && (res.status == 422 || res.status == 400) && ctx->refused) {
-			snprintf(ctx->refused, ERR_LEN, "the API server refused worker pod %.63s: %.400s",
-			         a->name, res.message[0] ? res.message : err);
+			snprintf(ctx->refused, ERR_LEN,
+			         "the API server refused worker pod %.63s: %.400s", a->name,
+			         res.message[0] ? res.message : err);
 			return -1;
 		}
 		if (rc > 0) {

@@ -46,8 +46,8 @@ struct actions_ctx {
  * actions for job j (job_obj: the object j was parsed from). Returns 0,
  * or -1 with a message when something failed that a later pass must
  * retry (the status write, a create or delete other than the answers
- * above), or that no retry can fix (ctx->refused). Events that cannot be written are logged and do not fail the
- * pass. */
+ * above), or that no retry can fix (ctx->refused). Events that cannot be written are logged and do
+ * not fail the pass. */
 int actions_run(const struct actions_ctx *ctx, const struct job *j, const cJSON *job_obj,
                 const struct reconcile_output *out, char *err);
 

@@ -233,28 +233,28 @@ static long long wall_ms(void)
  * job fails with the API's own words, decided as for any spec the
  * operator cannot honour, from the job as the pass's status write left
  * it (*written, when there was one). Returns as pass does. */
-static int fail_refused(struct controller *c, struct reconcile_input *in,
-                        struct actions_ctx *actx, const cJSON *obj, const char *refused,
-                        cJSON **written, char *err)
+static int fail_refused(const struct reconcile_input *pass_in, const struct actions_ctx *pass_ctx,
+                        const cJSON *obj, const char *refused, cJSON **written, char *err)
 {
 	const cJSON *base = *written ? *written : obj;
+	struct reconcile_input in = *pass_in;
+	struct actions_ctx actx = *pass_ctx;
 	struct reconcile_output out;
 	struct kube_result res = {0};
 	cJSON *again = NULL;
 	struct job j;
 	int rc = 0;
 
-	(void)c;
 	if (job_parse(&j, base, err) < 0)
 		return -1;
 	log_warn("job %s/%s: %s", j.ns, j.name, refused);
 	snprintf(j.invalid, sizeof(j.invalid), "%s", refused);
-	in->job = &j;
-	reconcile(in, &out);
-	actx->written = &again;
-	actx->status_result = &res;
-	actx->refused = NULL;
-	if (actions_run(actx, &j, base, &out, err) < 0)
+	in.job = &j;
+	reconcile(&in, &out);
+	actx.written = &again;
+	actx.status_result = &res;
+	actx.refused = NULL;
+	if (actions_run(&actx, &j, base, &out, err) < 0)
 		rc = res.status == 409 ? 1 : -1;
 	if (again) {
 		cJSON_Delete(*written);
@@ -324,7 +324,7 @@ static int pass(struct controller *c, const char *key, const cJSON *obj, char *e
 	if (actions_run(&actx, &j, obj, &out, err) < 0)
 		rc = res.status == 409 ? 1 : -1;
 	if (refused[0] != '\0' && !j.invalid[0])
-		rc = fail_refused(c, &in, &actx, obj, refused, &written, err);
+		rc = fail_refused(&in, &actx, obj, refused, &written, err);
 	if (written)
 		written_put(c, key, resource_version(obj), written);
 	if (rc == 0 && out.requeue_at_s >= 0) {

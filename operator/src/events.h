@@ -26,8 +26,7 @@
 /* A new Event object on the job (job_obj: the MultiWorkerJob as read,
  * for its apiVersion and resourceVersion). now: RFC 3339 time; instance:
  * the reporting instance (host name). The caller deletes it. */
-cJSON *events_build(const struct job *j, const cJSON *job_obj, const char *type,
-                    const char *reason, const char *message, const char *now,
-                    const char *instance);
+cJSON *events_build(const struct job *j, const cJSON *job_obj, const char *type, const char *reason,
+                    const char *message, const char *now, const char *instance);
 
 #endif

@@ -36,14 +36,14 @@ enum informer_op { INFORMER_ADD, INFORMER_UPDATE, INFORMER_DELETE, INFORMER_RESY
 typedef void (*informer_fn)(void *ctx, enum informer_op op, const cJSON *old, const cJSON *obj);
 
 struct informer_config {
-	const char *name;          /* for logs: "multiworkerjobs", "pods" */
-	const char *group;         /* "" for the core API */
+	const char *name;  /* for logs: "multiworkerjobs", "pods" */
+	const char *group; /* "" for the core API */
 	const char *version;
 	const char *plural;
-	const char *namespace;     /* NULL or "": every namespace */
+	const char *namespace;      /* NULL or "": every namespace */
 	const char *label_selector; /* NULL: none */
-	int watch_timeout_s;       /* the watch's timeoutSeconds; 0: 300 */
-	int resync_s;              /* 0: no periodic resync */
+	int watch_timeout_s;        /* the watch's timeoutSeconds; 0: 300 */
+	int resync_s;               /* 0: no periodic resync */
 	informer_fn handler;
 	void *handler_ctx;
 };
@@ -55,9 +55,9 @@ struct informer {
 	int started;
 	pthread_mutex_t lock;
 	pthread_cond_t synced_cond;
-	struct strmap cache;   /* "ns/name" -> cJSON * */
-	int synced;            /* the first list is in the cache */
-	char last_rv[32];      /* the newest resourceVersion seen */
+	struct strmap cache; /* "ns/name" -> cJSON * */
+	int synced;          /* the first list is in the cache */
+	char last_rv[32];    /* the newest resourceVersion seen */
 	volatile int stopping;
 	/* Counters, for logs and metrics. */
 	unsigned long lists, watches, relists_after_gone, watch_errors;

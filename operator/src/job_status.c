@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "json_in.h"
 #include "json_out.h"
 #include "timefmt.h"
 
@@ -31,30 +32,6 @@ static long long num_or(const cJSON *obj, const char *name, long long min, long 
 	if (!cJSON_IsObject(obj) || json_opt_i64(obj, "", name, min, max, &v, ignored) < 0)
 		return dflt;
 	return v;
-}
-
-/* obj.name, or NULL when absent or not a string. */
-static const char *str_or_null(const cJSON *obj, const char *name)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, name);
-
-	return cJSON_IsString(it) ? it->valuestring : NULL;
-}
-
-/* Copies s into out (n bytes), cut at a UTF-8 character boundary when too
- * long: a message is still worth showing cut short. */
-static void copy_cut(char *out, size_t n, const char *s)
-{
-	size_t len = s != NULL ? strlen(s) : 0;
-
-	if (len >= n) {
-		len = n - 1;
-		while (len > 0 && ((unsigned char)s[len] & 0xc0) == 0x80)
-			len--;
-	}
-	if (len > 0)
-		memcpy(out, s, len);
-	out[len] = '\0';
 }
 
 /* Copies s into out (n bytes) when it fits whole, else leaves out "": a
@@ -88,18 +65,18 @@ static void conditions_parse(struct job_status *s, const cJSON *list)
 
 		if (s->nconditions == JOB_CONDITIONS_MAX)
 			break;
-		copy_whole(c->type, sizeof(c->type), str_or_null(it, "type"));
-		copy_whole(c->status, sizeof(c->status), str_or_null(it, "status"));
+		copy_whole(c->type, sizeof(c->type), json_in_str(it, "type"));
+		copy_whole(c->status, sizeof(c->status), json_in_str(it, "status"));
 		/* One entry per type, as the CRD's list-map has them. */
 		if (c->type[0] == '\0' || c->status[0] == '\0' ||
 		    job_status_condition(s, c->type) != NULL) {
 			memset(c, 0, sizeof(*c));
 			continue;
 		}
-		copy_cut(c->reason, sizeof(c->reason), str_or_null(it, "reason"));
-		copy_cut(c->message, sizeof(c->message), str_or_null(it, "message"));
+		json_in_copy_cut(c->reason, sizeof(c->reason), json_in_str(it, "reason"));
+		json_in_copy_cut(c->message, sizeof(c->message), json_in_str(it, "message"));
 		copy_time(c->last_transition, sizeof(c->last_transition),
-		          str_or_null(it, "lastTransitionTime"));
+		          json_in_str(it, "lastTransitionTime"));
 		s->nconditions++;
 	}
 }
@@ -138,7 +115,7 @@ static void bookkeeping_parse(struct job_status *s, const cJSON *status)
 		long long index = num_or(it, "index", 0, (long long)s->nworkers - 1, -1);
 
 		if (index >= 0)
-			s->restarting[index] = cause_parse(str_or_null(it, "cause"));
+			s->restarting[index] = cause_parse(json_in_str(it, "cause"));
 	}
 }
 
@@ -167,7 +144,7 @@ void job_status_parse(struct job_status *s, const cJSON *status, int nworkers)
 		s->attempts[i] = -1;
 	if (!cJSON_IsObject(status))
 		return;
-	s->phase = phase_parse(str_or_null(status, "phase"));
+	s->phase = phase_parse(json_in_str(status, "phase"));
 	conditions_parse(s, cJSON_GetObjectItemCaseSensitive(status, "conditions"));
 	s->active = (int)num_or(workers, "active", 0, INT_MAX_LL, 0);
 	s->ready = (int)num_or(workers, "ready", 0, INT_MAX_LL, 0);
@@ -176,16 +153,16 @@ void job_status_parse(struct job_status *s, const cJSON *status, int nworkers)
 	s->total_restarts = (long)num_or(restarts, "total", 0, EXACT_MAX, 0);
 	s->preemptions = (long)num_or(restarts, "preemptions", 0, EXACT_MAX, 0);
 	s->failures = (long)num_or(restarts, "failures", 0, EXACT_MAX, 0);
-	copy_time(s->start_time, sizeof(s->start_time), str_or_null(status, "startTime"));
+	copy_time(s->start_time, sizeof(s->start_time), json_in_str(status, "startTime"));
 	copy_time(s->completion_time, sizeof(s->completion_time),
-	          str_or_null(status, "completionTime"));
+	          json_in_str(status, "completionTime"));
 	s->observed_generation = num_or(status, "observedGeneration", 0, EXACT_MAX, 0);
-	copy_whole(s->last_failure_pod, sizeof(s->last_failure_pod), str_or_null(failure, "pod"));
+	copy_whole(s->last_failure_pod, sizeof(s->last_failure_pod), json_in_str(failure, "pod"));
 	if (s->last_failure_pod[0] != '\0') {
 		s->last_failure_exit_code =
 		    (int)num_or(failure, "exitCode", -INT_MAX_LL - 1, INT_MAX_LL, 0);
-		copy_cut(s->last_failure_reason, sizeof(s->last_failure_reason),
-		         str_or_null(failure, "reason"));
+		json_in_copy_cut(s->last_failure_reason, sizeof(s->last_failure_reason),
+		                 json_in_str(failure, "reason"));
 	}
 	bookkeeping_parse(s, status);
 }
@@ -363,6 +340,6 @@ void job_status_set_condition(struct job_status *s, const char *type, const char
 		copy_whole(c->status, sizeof(c->status), status);
 		copy_time(c->last_transition, sizeof(c->last_transition), now);
 	}
-	copy_cut(c->reason, sizeof(c->reason), reason != NULL ? reason : "");
-	copy_cut(c->message, sizeof(c->message), message != NULL ? message : "");
+	json_in_copy_cut(c->reason, sizeof(c->reason), reason != NULL ? reason : "");
+	json_in_copy_cut(c->message, sizeof(c->message), message != NULL ? message : "");
 }

@@ -165,7 +165,7 @@ int kube_delete(struct kube_api *api, const char *path, const char *uid, const c
  * or if a segment could change the path's shape (empty, "." or "..", or
  * holding '/', '?', '#', '%', a space or a control character); out is
  * then "". */
-int kube_path(char *out, const char *group, const char *version, const char *ns,
-              const char *plural, const char *name);
+int kube_path(char *out, const char *group, const char *version, const char *ns, const char *plural,
+              const char *name);
 
 #endif

@@ -22,8 +22,8 @@
 #define MWJ_KUBECONFIG_H
 
 #include <pthread.h>
-#include <sys/types.h>
 #include <stddef.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "err.h"
@@ -36,32 +36,31 @@
 #define KUBE_SERVICE_ACCOUNT_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
 struct kube_config {
-	char server[KUBE_CONFIG_PATH_LEN];      /* "https://10.96.0.1:443" */
-	char source[KUBE_CONFIG_PATH_LEN];      /* the kubeconfig file, or "in-cluster" */
-	char context[KUBE_CONFIG_NAME_LEN];     /* the context used ("" in-cluster) */
-	char namespace[KUBE_CONFIG_NAME_LEN];   /* the context's or the pod's; "" none */
-	char ca_file[KUBE_CONFIG_PATH_LEN];     /* "" when ca_pem or none */
-	char *ca_pem;                           /* malloc'd PEM from -data, or NULL */
+	char server[KUBE_CONFIG_PATH_LEN];    /* "https://10.96.0.1:443" */
+	char source[KUBE_CONFIG_PATH_LEN];    /* the kubeconfig file, or "in-cluster" */
+	char context[KUBE_CONFIG_NAME_LEN];   /* the context used ("" in-cluster) */
+	char namespace[KUBE_CONFIG_NAME_LEN]; /* the context's or the pod's; "" none */
+	char ca_file[KUBE_CONFIG_PATH_LEN];   /* "" when ca_pem or none */
+	char *ca_pem;                         /* malloc'd PEM from -data, or NULL */
 	size_t ca_pem_len;
-	int insecure;                           /* insecure-skip-tls-verify */
-	char cert_file[KUBE_CONFIG_PATH_LEN];   /* client certificate file, or "" */
-	char key_file[KUBE_CONFIG_PATH_LEN];    /* client key file, or "" */
-	char *cert_pem, *key_pem;               /* malloc'd PEM from -data, or NULL */
+	int insecure;                         /* insecure-skip-tls-verify */
+	char cert_file[KUBE_CONFIG_PATH_LEN]; /* client certificate file, or "" */
+	char key_file[KUBE_CONFIG_PATH_LEN];  /* client key file, or "" */
+	char *cert_pem, *key_pem;             /* malloc'd PEM from -data, or NULL */
 	size_t cert_pem_len, key_pem_len;
-	char token_file[KUBE_CONFIG_PATH_LEN];  /* re-read when it changes, or "" */
-	char token[KUBE_CONFIG_TOKEN_LEN];      /* a literal token, or the file's last read */
-	struct timespec token_mtime;            /* the token file's, when last read */
+	char token_file[KUBE_CONFIG_PATH_LEN]; /* re-read when it changes, or "" */
+	char token[KUBE_CONFIG_TOKEN_LEN];     /* a literal token, or the file's last read */
+	struct timespec token_mtime;           /* the token file's, when last read */
 	off_t token_size;
-	pthread_mutex_t lock;                   /* guards the token; set up by the loaders */
-	int locked_init;                        /* lock was initialised */
+	pthread_mutex_t lock; /* guards the token; set up by the loaders */
+	int locked_init;      /* lock was initialised */
 };
 
 /* --- Loading --- */
 
 /* Reads the kubeconfig at path, using context (NULL or "": the current
  * one). Returns 0, or -1 with a message naming the file and the field. */
-int kube_config_load_file(struct kube_config *c, const char *path, const char *context,
-                          char *err);
+int kube_config_load_file(struct kube_config *c, const char *path, const char *context, char *err);
 
 /* The in-cluster configuration from the files in sa_dir (normally
  * KUBE_SERVICE_ACCOUNT_DIR) and the environment. Returns 0, or -1 with a

@@ -66,7 +66,7 @@ struct list_spec {
 
 #define SPEC(list, kind, fields)                                                                   \
 	{                                                                                          \
-		list, kind, fields, sizeof(fields) / sizeof(fields[0])                             \
+		(list), (kind), (fields), sizeof(fields) / sizeof((fields)[0])                     \
 	}
 static const struct list_spec LISTS[] = {
     SPEC("clusters", "cluster", CLUSTER_FIELDS),
@@ -166,12 +166,16 @@ static int entry_scalar(const struct kubeconfig_entry *e, const char *key, yaml_
 	yaml_node_t *n = map_get(e->f, e->body, key, &count);
 
 	*out = NULL;
-	if (count > 1)
-		return kubeconfig_entry_fail(e, key, err, "given %d times", count);
+	if (count > 1) {
+		kubeconfig_entry_fail(e, key, err, "given %d times", count);
+		return -1;
+	}
 	if (is_null(n))
 		return 0;
-	if (n->type != YAML_SCALAR_NODE)
-		return kubeconfig_entry_fail(e, key, err, "%s, not a string", node_kind(n));
+	if (n->type != YAML_SCALAR_NODE) {
+		kubeconfig_entry_fail(e, key, err, "%s, not a string", node_kind(n));
+		return -1;
+	}
 	*out = n;
 	return 1;
 }
@@ -408,7 +412,8 @@ static int check_list(struct kubeconfig_file *f, const struct list_spec *spec, c
 	if (n > MAX_ENTRIES)
 		return err_set(err, "'%s': %s: %td entries, more than the limit of %d", f->path,
 		               spec->list, n, MAX_ENTRIES);
-	names = xcalloc((size_t)n + 1, sizeof(*names));
+	/* An array of node pointers. */
+	names = xcalloc((size_t)n + 1, sizeof(*names)); // NOLINT(bugprone-sizeof-expression)
 	for (int i = 0; i < (int)n; i++) {
 		struct kubeconfig_entry e = {f, spec->list, spec->kind, i, NULL};
 		const yaml_node_t *item = node_at(f, seq->data.sequence.items.start[i]);
@@ -531,10 +536,11 @@ static int check_flow_depth(const struct kubeconfig_file *f, const unsigned char
 				i++;
 		} else if (c == '[' || c == '{') {
 			if (++depth > FLOW_DEPTH_MAX)
-				return err_set(err,
-				               "'%s': not YAML we accept: line %zu: flow collections nested "
-				               "deeper than %d",
-				               f->path, line, FLOW_DEPTH_MAX);
+				return err_set(
+				    err,
+				    "'%s': not YAML we accept: line %zu: flow collections nested "
+				    "deeper than %d",
+				    f->path, line, FLOW_DEPTH_MAX);
 		} else if ((c == ']' || c == '}') && depth > 0) {
 			depth--;
 		}

@@ -6,32 +6,9 @@
 
 #include <string.h>
 
+#include "json_in.h"
 #include "parse.h"
 #include "timefmt.h"
-
-/* obj.name, or NULL when absent or not a string. */
-static const char *str_or_null(const cJSON *obj, const char *name)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, name);
-
-	return cJSON_IsString(it) ? it->valuestring : NULL;
-}
-
-/* Copies s into out (n bytes), cut at a UTF-8 character boundary; "" for
- * NULL. */
-static void copy_cut(char *out, size_t n, const char *s)
-{
-	size_t len = s != NULL ? strlen(s) : 0;
-
-	if (len >= n) {
-		len = n - 1;
-		while (len > 0 && ((unsigned char)s[len] & 0xc0) == 0x80)
-			len--;
-	}
-	if (len > 0)
-		memcpy(out, s, len);
-	out[len] = '\0';
-}
 
 /* Whether obj.name is present and not null (deletionTimestamp). */
 static int is_set(const cJSON *obj, const char *name)
@@ -57,8 +34,8 @@ static int condition_true(const cJSON *status, const char *type)
 
 	cJSON_ArrayForEach(it, list)
 	{
-		const char *t = str_or_null(it, "type");
-		const char *s = str_or_null(it, "status");
+		const char *t = json_in_str(it, "type");
+		const char *s = json_in_str(it, "status");
 
 		if (t != NULL && s != NULL && strcmp(t, type) == 0)
 			return strcmp(s, "True") == 0;
@@ -91,7 +68,7 @@ static const char *worker_name(const cJSON *pod, const struct job *j)
 		spec = cJSON_GetObjectItemCaseSensitive(j->template, "spec");
 		containers = cJSON_GetObjectItemCaseSensitive(spec, "containers");
 	}
-	return str_or_null(pod_spec_worker_container(containers), "name");
+	return json_in_str(pod_spec_worker_container(containers), "name");
 }
 
 /* The worker container's state: terminated exit code and reason, or its
@@ -103,7 +80,7 @@ static void container_parse(struct pod_view *p, const cJSON *status, const char 
 
 	cJSON_ArrayForEach(it, list)
 	{
-		const char *name = str_or_null(it, "name");
+		const char *name = json_in_str(it, "name");
 		const cJSON *state = cJSON_GetObjectItemCaseSensitive(it, "state");
 		const cJSON *term = cJSON_GetObjectItemCaseSensitive(state, "terminated");
 		const cJSON *wait = cJSON_GetObjectItemCaseSensitive(state, "waiting");
@@ -117,12 +94,12 @@ static void container_parse(struct pod_view *p, const cJSON *status, const char 
 		    code->valuedouble == (int)code->valuedouble)
 			p->exit_code = (int)code->valuedouble;
 		if (cJSON_IsObject(term))
-			copy_cut(p->reason, sizeof(p->reason), str_or_null(term, "reason"));
+			json_in_copy_cut(p->reason, sizeof(p->reason), json_in_str(term, "reason"));
 		if (cJSON_IsObject(wait)) {
-			copy_cut(p->waiting_reason, sizeof(p->waiting_reason),
-			         str_or_null(wait, "reason"));
-			copy_cut(p->waiting_message, sizeof(p->waiting_message),
-			         str_or_null(wait, "message"));
+			json_in_copy_cut(p->waiting_reason, sizeof(p->waiting_reason),
+			                 json_in_str(wait, "reason"));
+			json_in_copy_cut(p->waiting_message, sizeof(p->waiting_message),
+			                 json_in_str(wait, "message"));
 		}
 		return;
 	}
@@ -132,9 +109,9 @@ static void container_parse(struct pod_view *p, const cJSON *status, const char 
 static void identity_parse(struct pod_view *p, const cJSON *meta)
 {
 	const char *index =
-	    str_or_null(cJSON_GetObjectItemCaseSensitive(meta, "labels"), LABEL_INDEX);
+	    json_in_str(cJSON_GetObjectItemCaseSensitive(meta, "labels"), LABEL_INDEX);
 	const char *attempt =
-	    str_or_null(cJSON_GetObjectItemCaseSensitive(meta, "annotations"), ANNOTATION_ATTEMPT);
+	    json_in_str(cJSON_GetObjectItemCaseSensitive(meta, "annotations"), ANNOTATION_ATTEMPT);
 	char ignored[ERR_LEN];
 	int64_t a = -1;
 	int i = -1;
@@ -154,7 +131,7 @@ int pod_view_parse(struct pod_view *p, const struct job *j, const cJSON *pod, ch
 {
 	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(pod, "metadata");
 	const cJSON *status = cJSON_GetObjectItemCaseSensitive(pod, "status");
-	const char *name = str_or_null(meta, "name");
+	const char *name = json_in_str(meta, "name");
 	long long created = 0;
 
 	memset(p, 0, sizeof(*p));
@@ -166,16 +143,16 @@ int pod_view_parse(struct pod_view *p, const struct job *j, const cJSON *pod, ch
 	if (strlen(name) >= sizeof(p->name))
 		return err_set(err, "pod name '%.64s...' is longer than %zu characters", name,
 		               sizeof(p->name) - 1);
-	copy_cut(p->name, sizeof(p->name), name);
-	if (str_or_null(meta, "uid") != NULL && strlen(str_or_null(meta, "uid")) < sizeof(p->uid))
-		copy_cut(p->uid, sizeof(p->uid), str_or_null(meta, "uid"));
+	json_in_copy_cut(p->name, sizeof(p->name), name);
+	if (json_in_str(meta, "uid") != NULL && strlen(json_in_str(meta, "uid")) < sizeof(p->uid))
+		json_in_copy_cut(p->uid, sizeof(p->uid), json_in_str(meta, "uid"));
 	identity_parse(p, meta);
 	p->deleting = is_set(meta, "deletionTimestamp");
-	if (timefmt_parse(str_or_null(meta, "creationTimestamp"), &created) == 0)
+	if (timefmt_parse(json_in_str(meta, "creationTimestamp"), &created) == 0)
 		p->created_s = created;
-	p->phase = phase_parse(str_or_null(status, "phase"));
+	p->phase = phase_parse(json_in_str(status, "phase"));
 	p->ready = condition_true(status, "Ready");
-	copy_cut(p->status_reason, sizeof(p->status_reason), str_or_null(status, "reason"));
+	json_in_copy_cut(p->status_reason, sizeof(p->status_reason), json_in_str(status, "reason"));
 	p->disrupted = condition_true(status, "DisruptionTarget") ||
 	               strcmp(p->status_reason, "Evicted") == 0 ||
 	               strcmp(p->status_reason, "Preempted") == 0;

@@ -25,9 +25,9 @@ enum watch_type { WATCH_ADDED, WATCH_MODIFIED, WATCH_DELETED, WATCH_BOOKMARK, WA
 
 struct watch_event {
 	enum watch_type type;
-	cJSON *object;           /* owned: the event's object; freed by watch_event_release */
+	cJSON *object;             /* owned: the event's object; freed by watch_event_release */
 	char resource_version[32]; /* the object's metadata.resourceVersion, or "" */
-	long error_code;         /* ERROR: the Status' code (410: expired), else 0 */
+	long error_code;           /* ERROR: the Status' code (410: expired), else 0 */
 	char error_message[ERR_LEN];
 };
 

@@ -30,11 +30,11 @@ struct workqueue {
 	pthread_mutex_t lock;
 	pthread_cond_t ready;
 	struct workqueue_item *head, *tail; /* the queue, in order of arrival */
-	struct strmap queued;     /* keys in the queue */
-	struct strmap processing; /* keys a worker holds */
-	struct strmap dirty;      /* keys added while processed: queue again when done */
-	struct strmap failures;   /* key -> (void *)(uintptr_t)consecutive failures */
-	struct timers timers;     /* add_after and back-off */
+	struct strmap queued;               /* keys in the queue */
+	struct strmap processing;           /* keys a worker holds */
+	struct strmap dirty;                /* keys added while processed: queue again when done */
+	struct strmap failures;             /* key -> (void *)(uintptr_t)consecutive failures */
+	struct timers timers;               /* add_after and back-off */
 	int backoff_base_ms, backoff_max_ms;
 	int shutting_down;
 	/* Counters, for logs and metrics. */

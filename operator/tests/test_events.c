@@ -13,26 +13,9 @@
 #include <string.h>
 
 #include "events.h"
+#include "json_doc.h"
 
 #define T0 "2026-11-25T01:02:03Z"
-
-/* A tree parsed from s with every ' turned into ". The caller deletes it. */
-static cJSON *parse_doc(const char *s)
-{
-	char *t = strdup(s);
-	cJSON *doc;
-
-	assert_non_null(t);
-	for (char *p = t; *p != '\0'; p++) {
-		if (*p == '\'')
-			*p = '"';
-	}
-	doc = cJSON_Parse(t);
-	if (doc == NULL)
-		fail_msg("bad test document: %s", t);
-	free(t);
-	return doc;
-}
 
 static cJSON *make_job(struct job *j, const char *name)
 {
@@ -44,7 +27,7 @@ static cJSON *make_job(struct job *j, const char *name)
 	         "{'name': '%s', 'namespace': 'ml', 'uid': 'u-1', 'resourceVersion': '4711'}, "
 	         "'spec': {'workers': 1, 'template': {'spec': {'containers': [{'name': 'w'}]}}}}",
 	         name);
-	obj = parse_doc(text);
+	obj = json_doc_parse(text);
 	if (job_parse(j, obj, err) != 0)
 		fail_msg("job_parse: %s", err);
 	return obj;
@@ -68,7 +51,7 @@ static void test_events_build_writes_a_legacy_event_involving_the_job(void **sta
 	                         "worker 1 (pod mnist-worker-1) exited with code 137 (OOMKilled)",
 	                         T0, "mwj-operator-7d9f-abcde");
 	cJSON *meta = cJSON_DetachItemFromObject(ev, "metadata");
-	cJSON *want = parse_doc(
+	cJSON *want = json_doc_parse(
 	    "{'apiVersion': 'v1', 'kind': 'Event', "
 	    "'involvedObject': {'kind': 'MultiWorkerJob', 'namespace': 'ml', 'name': 'mnist', "
 	    "'uid': 'u-1', 'apiVersion': 'training.mwj.io/v1', 'resourceVersion': '4711'}, "
@@ -156,7 +139,7 @@ static void test_events_build_defaults_what_the_job_object_lacks(void **state)
 {
 	struct job j;
 	cJSON *obj = make_job(&j, "mnist");
-	cJSON *bare = parse_doc("{'metadata': {'name': 'mnist'}}");
+	cJSON *bare = json_doc_parse("{'metadata': {'name': 'mnist'}}");
 	cJSON *ev = events_build(&j, bare, EVENT_NORMAL, "Succeeded", "done", T0, "h");
 	const cJSON *io = cJSON_GetObjectItem(ev, "involvedObject");
 

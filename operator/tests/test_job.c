@@ -14,33 +14,16 @@
 #include <string.h>
 
 #include "job.h"
+#include "json_doc.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
-/* Test documents write ' for ", which parse_doc() swaps back. */
+/* Test documents write ' for ", which json_doc_parse() swaps back. */
 #define META "'metadata': {'name': 'mnist', 'namespace': 'ml', 'uid': 'u-1', 'generation': 4}"
 #define TMPL "'template': {'spec': {'containers': [{'name': 'worker', 'image': 'w:1'}]}}"
 #define T0   "2026-11-25T01:02:03Z"
 #define T1   "2026-11-25T01:05:00Z"
 #define T2   "2026-11-25T02:00:00Z"
-
-/* A tree parsed from s with every ' turned into ". The caller deletes it. */
-static cJSON *parse_doc(const char *s)
-{
-	char *t = strdup(s);
-	cJSON *doc;
-
-	assert_non_null(t);
-	for (char *p = t; *p != '\0'; p++) {
-		if (*p == '\'')
-			*p = '"';
-	}
-	doc = cJSON_Parse(t);
-	if (doc == NULL)
-		fail_msg("bad test document: %s", t);
-	free(t);
-	return doc;
-}
 
 /* A job with spec members spec_members (without braces), parsed into j. */
 static cJSON *job_with_spec(struct job *j, const char *spec_members)
@@ -50,7 +33,7 @@ static cJSON *job_with_spec(struct job *j, const char *spec_members)
 	cJSON *obj;
 
 	snprintf(text, sizeof(text), "{" META ", 'spec': {%s}}", spec_members);
-	obj = parse_doc(text);
+	obj = json_doc_parse(text);
 	if (job_parse(j, obj, err) != 0)
 		fail_msg("job_parse: %s", err);
 	return obj;
@@ -59,7 +42,7 @@ static cJSON *job_with_spec(struct job *j, const char *spec_members)
 /* Fails unless the printed forms of got and the document want are equal. */
 static void assert_json_equal(const cJSON *got, const char *want)
 {
-	cJSON *w = parse_doc(want);
+	cJSON *w = json_doc_parse(want);
 	char *g = cJSON_PrintUnformatted(got);
 	char *ws = cJSON_PrintUnformatted(w);
 
@@ -211,7 +194,7 @@ static void test_job_parse_refuses_names_too_long_for_the_pods(void **state)
 	snprintf(text, sizeof(text),
 	         "{'metadata': {'name': '%s', 'uid': 'u'}, 'spec': {'workers': 3, " TMPL "}}",
 	         name);
-	obj = parse_doc(text);
+	obj = json_doc_parse(text);
 	assert_int_equal(job_parse(&j, obj, err), 0);
 	assert_non_null(strstr(j.invalid, "is too long (55 characters)"));
 	assert_non_null(strstr(j.invalid, "with 3 workers the job name can have at most 54"));
@@ -238,7 +221,7 @@ static void test_job_parse_refuses_an_object_without_name_or_uid(void **state)
 	(void)state;
 	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
 		char err[ERR_LEN] = "";
-		cJSON *obj = parse_doc(cases[i].doc);
+		cJSON *obj = json_doc_parse(cases[i].doc);
 		struct job j;
 
 		if (job_parse(&j, obj, err) != -1 || strcmp(err, cases[i].want) != 0)
@@ -253,8 +236,9 @@ static void test_job_parse_refuses_an_object_without_name_or_uid(void **state)
 static void test_job_parse_sees_a_deletion_in_progress(void **state)
 {
 	char err[ERR_LEN] = "";
-	cJSON *obj = parse_doc("{'metadata': {'name': 'x', 'uid': 'u', 'deletionTimestamp': '" T0
-	                       "'}, 'spec': {'workers': 1, " TMPL "}}");
+	cJSON *obj =
+	    json_doc_parse("{'metadata': {'name': 'x', 'uid': 'u', 'deletionTimestamp': '" T0
+	                   "'}, 'spec': {'workers': 1, " TMPL "}}");
 	struct job j;
 
 	(void)state;
@@ -388,7 +372,7 @@ static void test_job_status_parse_tolerates_a_malformed_status(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < ARRAY_LEN(junk); i++) {
-		cJSON *doc = parse_doc(junk[i]);
+		cJSON *doc = json_doc_parse(junk[i]);
 		struct job_status s;
 
 		job_status_parse(&s, doc, 3);
@@ -409,12 +393,12 @@ static void test_job_status_parse_tolerates_a_malformed_status(void **state)
 
 static void test_job_status_parse_keeps_the_good_fields_beside_bad_ones(void **state)
 {
-	cJSON *doc = parse_doc("{'phase': 'Running', 'conditions': [{'type': 'Running', "
-	                       "'status': 'True', 'lastTransitionTime': 'soon'}, "
-	                       "{'type': 'Running', 'status': 'False'}], "
-	                       "'startTime': '2026-11-25T02:02:03+01:00', "
-	                       "'workerAttempts': [4, 'x', 6, 7, 8], "
-	                       "'restartingWorkers': [{'index': 2, 'cause': 'Preemption'}]}");
+	cJSON *doc = json_doc_parse("{'phase': 'Running', 'conditions': [{'type': 'Running', "
+	                            "'status': 'True', 'lastTransitionTime': 'soon'}, "
+	                            "{'type': 'Running', 'status': 'False'}], "
+	                            "'startTime': '2026-11-25T02:02:03+01:00', "
+	                            "'workerAttempts': [4, 'x', 6, 7, 8], "
+	                            "'restartingWorkers': [{'index': 2, 'cause': 'Preemption'}]}");
 	struct job_status s;
 
 	(void)state;

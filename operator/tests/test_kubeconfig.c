@@ -545,7 +545,8 @@ static void test_a_field_longer_than_its_buffer_is_refused(void **state)
 	snprintf(text + n + pad, 512, "}}]\n");
 	write_text(scratch(0, "config"), text);
 	free(text);
-	snprintf(want, sizeof(want), "clusters[0].cluster.server: %zu bytes, more than the limit of 4095",
+	snprintf(want, sizeof(want),
+	         "clusters[0].cluster.server: %zu bytes, more than the limit of 4095",
 	         strlen("https://") + pad);
 	assert_refused(scratch(0, "config"), NULL, want);
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "json_doc.h"
 #include "pod_spec.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -28,46 +29,6 @@
 	"'app.kubernetes.io/managed-by': 'mwj-operator'}"
 
 /* --- Helpers --- */
-
-/* A tree parsed from s with every ' turned into ". The caller deletes it. */
-static cJSON *parse_doc(const char *s)
-{
-	char *t = strdup(s);
-	cJSON *doc;
-
-	assert_non_null(t);
-	for (char *p = t; *p != '\0'; p++) {
-		if (*p == '\'')
-			*p = '"';
-	}
-	doc = cJSON_Parse(t);
-	if (doc == NULL)
-		fail_msg("bad test document: %s", t);
-	free(t);
-	return doc;
-}
-
-/* The JSON file at path (from the repository root). */
-static cJSON *load_json(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *text = NULL;
-	size_t len = 0;
-	cJSON *doc;
-
-	if (f == NULL)
-		fail_msg("open '%s' (tests run from the repository root)", path);
-	text = calloc(1, 1 << 20);
-	assert_non_null(text);
-	len = fread(text, 1, (1 << 20) - 1, f);
-	fclose(f);
-	text[len] = '\0';
-	doc = cJSON_Parse(text);
-	if (doc == NULL)
-		fail_msg("'%s' is not JSON", path);
-	free(text);
-	return doc;
-}
 
 /* A YAML scalar as JSON: plain true/false/null and integers typed, the
  * rest (and every quoted scalar) a string, as Kubernetes reads manifests. */
@@ -147,7 +108,7 @@ static void assert_same(const cJSON *got, const cJSON *want)
 
 static void assert_json_equal(const cJSON *got, const char *want)
 {
-	cJSON *w = parse_doc(want);
+	cJSON *w = json_doc_parse(want);
 
 	assert_same(got, w);
 	cJSON_Delete(w);
@@ -164,7 +125,7 @@ static cJSON *make_job(struct job *j, const char *spec_members)
 	snprintf(text, sizeof(text),
 	         "{'metadata': {'name': 'mnist', 'namespace': 'ml', 'uid': 'u-1'}, 'spec': {%s}}",
 	         spec_members);
-	obj = parse_doc(text);
+	obj = json_doc_parse(text);
 	if (job_parse(j, obj, err) != 0)
 		fail_msg("job_parse: %s", err);
 	return obj;
@@ -209,7 +170,7 @@ static const char *env_value(const cJSON *c, const char *name)
 static void test_pod_spec_builds_the_all_fields_example_worker_pod_exactly(void **state)
 {
 	cJSON *obj = load_yaml("examples/all-fields.yaml");
-	cJSON *want = load_json(FIXTURES "pod_spec/all-fields-worker-1.json");
+	cJSON *want = json_doc_load(FIXTURES "pod_spec/all-fields-worker-1.json");
 	cJSON *meta = cJSON_GetObjectItem(obj, "metadata");
 	const cJSON *tmpl_sidecar;
 	char err[ERR_LEN] = "";
@@ -616,7 +577,7 @@ static void test_pod_view_parse_reads_the_pod_fixtures(void **state)
 		cJSON *pod;
 
 		snprintf(path, sizeof(path), FIXTURES "pods/%s.json", cases[i].file);
-		pod = load_json(path);
+		pod = json_doc_load(path);
 		if (pod_view_parse(&p, &j, pod, err) != 0)
 			fail_msg("%s: %s", cases[i].file, err);
 		if (strcmp(p.name, cases[i].name) != 0 || p.index != cases[i].index ||
@@ -670,7 +631,7 @@ static void test_pod_view_parse_reads_malformed_marks_as_unknown(void **state)
 		    "'containerStatuses': [{'name': 'worker', 'state': {'terminated': "
 		    "{'exitCode': -4}}}]}}",
 		    cases[i].index, cases[i].attempt);
-		pod = parse_doc(text);
+		pod = json_doc_parse(text);
 		assert_int_equal(pod_view_parse(&p, NULL, pod, err), 0);
 		if (p.index != cases[i].want_index || p.attempt != cases[i].want_attempt)
 			fail_msg("index %s, attempt %s: %d, %ld", cases[i].index, cases[i].attempt,
@@ -691,7 +652,7 @@ static void test_pod_view_parse_refuses_a_pod_without_a_name(void **state)
 	(void)state;
 	for (size_t i = 0; i < ARRAY_LEN(docs); i++) {
 		char err[ERR_LEN] = "";
-		cJSON *pod = parse_doc(docs[i]);
+		cJSON *pod = json_doc_parse(docs[i]);
 		struct pod_view p;
 
 		assert_int_equal(pod_view_parse(&p, NULL, pod, err), -1);

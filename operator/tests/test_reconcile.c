@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_doc.h"
 #include "reconcile.h"
 #include "timefmt.h"
 
@@ -38,7 +39,7 @@
 #define DONE      "2026-11-25T02:00:00Z"
 #define DONE_S    (START_S + 3600)
 
-/* Test documents write ' for ", which parse_doc() swaps back. */
+/* Test documents write ' for ", which json_doc_parse() swaps back. */
 #define TMPL "'template': {'spec': {'containers': [{'name': 'worker', 'image': 'mwj-worker:1'}]}}"
 
 /* The status of a job whose workers all run, as the operator wrote it. */
@@ -93,46 +94,6 @@ struct world {
 /* The table row under test, named in every failure message. */
 static char the_case[256];
 
-/* A tree parsed from s with every ' turned into ". The caller deletes it. */
-static cJSON *parse_doc(const char *s)
-{
-	char *t = strdup(s);
-	cJSON *doc;
-
-	assert_non_null(t);
-	for (char *p = t; *p != '\0'; p++) {
-		if (*p == '\'')
-			*p = '"';
-	}
-	doc = cJSON_Parse(t);
-	if (doc == NULL)
-		fail_msg("bad test document: %s", t);
-	free(t);
-	return doc;
-}
-
-/* The JSON file at path (from the repository root). */
-static cJSON *load_json(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *text = NULL;
-	size_t len = 0;
-	cJSON *doc;
-
-	if (f == NULL)
-		fail_msg("open '%s' (tests run from the repository root)", path);
-	text = calloc(1, 1 << 16);
-	assert_non_null(text);
-	len = fread(text, 1, (1 << 16) - 1, f);
-	fclose(f);
-	text[len] = '\0';
-	doc = cJSON_Parse(text);
-	if (doc == NULL)
-		fail_msg("'%s' is not JSON", path);
-	free(text);
-	return doc;
-}
-
 static void world_parse_job(struct world *w)
 {
 	char err[ERR_LEN] = "";
@@ -156,9 +117,9 @@ static void world_init_named(struct world *w, const char *name, const char *spec
 	         "'generation': 1, 'resourceVersion': '100', "
 	         "'creationTimestamp': '2026-11-25T00:59:59Z'}, 'spec': {%s}}",
 	         name, spec);
-	w->obj = parse_doc(text);
+	w->obj = json_doc_parse(text);
 	if (status != NULL)
-		cJSON_AddItemToObject(w->obj, "status", parse_doc(status));
+		cJSON_AddItemToObject(w->obj, "status", json_doc_parse(status));
 	world_parse_job(w);
 	w->have_service = w->have_secret = w->have_network_policy = 1;
 }
@@ -215,7 +176,7 @@ static void world_pods(struct world *w, const struct pod_row *rows)
 		                     : "",
 		         w->job.name, r->index, r->attempt, w->job.name, w->job.name, r->index,
 		         w->job.name, r->status);
-		pod = parse_doc(text);
+		pod = json_doc_parse(text);
 		add_pod(w, pod);
 		cJSON_Delete(pod);
 	}
@@ -228,7 +189,7 @@ static void world_fixture(struct world *w, const char *name)
 	cJSON *pod;
 
 	snprintf(path, sizeof(path), FIXTURES "%s.json", name);
-	pod = load_json(path);
+	pod = json_doc_load(path);
 	add_pod(w, pod);
 	cJSON_Delete(pod);
 }
@@ -239,7 +200,7 @@ static void world_edit_spec(struct world *w, const char *member, const char *val
 	cJSON *spec = cJSON_GetObjectItemCaseSensitive(w->obj, "spec");
 
 	cJSON_DeleteItemFromObjectCaseSensitive(spec, member);
-	cJSON_AddItemToObject(spec, member, parse_doc(value));
+	cJSON_AddItemToObject(spec, member, json_doc_parse(value));
 	job_release(&w->job);
 	world_parse_job(w);
 }
@@ -414,7 +375,7 @@ static int holds(const cJSON *got, const cJSON *want, char *path, size_t n)
 static void assert_status(const struct world *w, const char *want)
 {
 	cJSON *got = job_status_to_json(&w->out.status);
-	cJSON *doc = parse_doc(want);
+	cJSON *doc = json_doc_parse(want);
 	char path[256] = "status";
 
 	if (!holds(got, doc, path, sizeof(path))) {
