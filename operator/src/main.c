@@ -1,6 +1,8 @@
 /* main.c - mwj-operator: parse the command line, find the API server, run
  * the controller until SIGTERM or SIGINT, then stop cleanly and exit 0. */
 #include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,14 +29,33 @@ struct stopper {
 	int signal; /* the signal that came, 0 before */
 };
 
+/* SIGTERM and SIGINT are caught by a handler that writes the signal's
+ * number into a pipe, not taken with sigwait(): a thread that does not
+ * block them (a sanitizer's, a library's started before main) would
+ * otherwise receive them with the default action, and die at once. */
+static int signal_pipe[2] = {-1, -1};
+
+static void on_signal(int sig)
+{
+	unsigned char b = (unsigned char)sig;
+	ssize_t n = write(signal_pipe[1], &b, 1);
+
+	(void)n;
+}
+
 /* Waits for SIGTERM or SIGINT, then ends every request in progress so the
- * controller's threads return soon. */
+ * controller's threads return soon. The only thread of ours that takes
+ * the signals. */
 static void *wait_signal(void *arg)
 {
 	struct stopper *s = arg;
-	int sig = 0;
+	unsigned char b = 0;
+	int sig;
 
-	sigwait(&s->set, &sig);
+	pthread_sigmask(SIG_UNBLOCK, &s->set, NULL);
+	while (read(signal_pipe[0], &b, 1) < 0 && errno == EINTR)
+		;
+	sig = b ? b : SIGTERM;
 	pthread_mutex_lock(&s->lock);
 	s->signal = sig;
 	pthread_cond_broadcast(&s->cond);
@@ -94,6 +115,12 @@ int main(int argc, char **argv)
 	sigaddset(&s.set, SIGTERM);
 	sigaddset(&s.set, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &s.set, NULL);
+	if (pipe2(signal_pipe, O_CLOEXEC) < 0)
+		die("pipe2: %s", strerror(errno));
+	struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESTART};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		log_error("curl_global_init failed");

@@ -65,21 +65,43 @@ cJSON *pod_spec_secret(const struct job *j, const unsigned char *key, size_t key
 	return secret;
 }
 
+/* A NetworkPolicy port range, appended to the array ports. */
+static void port_range(cJSON *ports, const char *protocol, int first, int last)
+{
+	cJSON *p = json_out_item(ports, NULL, json_out_new());
+
+	json_out_str(p, "protocol", protocol);
+	json_out_num(p, "port", first);
+	json_out_num(p, "endPort", last);
+}
+
 cJSON *pod_spec_network_policy(const struct job *j)
 {
 	char name[JOB_NAME_LEN + 16];
-	cJSON *np, *spec, *rule, *port;
+	cJSON *np, *spec, *ingress, *rule, *port;
 
 	snprintf(name, sizeof(name), "%s-ring", j->name);
 	np = object_new(j, "networking.k8s.io/v1", "NetworkPolicy", name);
 	spec = json_out_obj(np, "spec");
 	job_pod_selector(spec, "podSelector", j);
 	json_out_str(json_out_arr(spec, "policyTypes"), NULL, "Ingress");
-	rule = json_out_item(json_out_arr(spec, "ingress"), NULL, json_out_new());
+	ingress = json_out_arr(spec, "ingress");
+	rule = json_out_item(ingress, NULL, json_out_new());
 	job_pod_selector(json_out_item(json_out_arr(rule, "from"), NULL, json_out_new()),
 	                 "podSelector", j);
 	port = json_out_item(json_out_arr(rule, "ports"), NULL, json_out_new());
 	json_out_str(port, "protocol", "TCP");
 	json_out_num(port, "port", j->port);
+	/* Selecting the pods for Ingress denies whatever no rule admits, so a
+	 * second rule admits every other port from anywhere: the policy
+	 * guards the ring port and leaves the user's own ports (metrics, a
+	 * TensorBoard) as they were. */
+	rule = json_out_arr(json_out_item(ingress, NULL, json_out_new()), "ports");
+	if (j->port > 1)
+		port_range(rule, "TCP", 1, j->port - 1);
+	if (j->port < 65535)
+		port_range(rule, "TCP", j->port + 1, 65535);
+	port_range(rule, "UDP", 1, 65535);
+	port_range(rule, "SCTP", 1, 65535);
 	return np;
 }

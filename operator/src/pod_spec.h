@@ -21,7 +21,7 @@
  *   selecting the job's pods, the ring port named "ring";
  * - the Secret "<job>-ring-key": 32 random bytes under the key "key";
  * - the NetworkPolicy "<job>-ring": traffic to the ring port of the job's
- *   pods only from the job's own pods.
+ *   pods only from the job's own pods; every other port stays open.
  *
  * TF_CONFIG names every worker "<job>-worker-<i>.<job>.<namespace>.svc:<port>",
  * which resolves through the pod's DNS search path on any cluster (no

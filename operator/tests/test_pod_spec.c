@@ -527,7 +527,24 @@ static void test_pod_spec_builds_the_network_policy_exactly(void **state)
 	        "'podSelector': {'matchLabels': {'training.mwj.io/job-name': 'mnist'}}, "
 	        "'policyTypes': ['Ingress'], 'ingress': [{'from': [{'podSelector': "
 	        "{'matchLabels': {'training.mwj.io/job-name': 'mnist'}}}], "
-	        "'ports': [{'protocol': 'TCP', 'port': 2222}]}]}}");
+	        "'ports': [{'protocol': 'TCP', 'port': 2222}]}, "
+	        "{'ports': [{'protocol': 'TCP', 'port': 1, 'endPort': 2221}, "
+	        "{'protocol': 'TCP', 'port': 2223, 'endPort': 65535}, "
+	        "{'protocol': 'UDP', 'port': 1, 'endPort': 65535}, "
+	        "{'protocol': 'SCTP', 'port': 1, 'endPort': 65535}]}]}}");
+	cJSON_Delete(np);
+	job_release(&j);
+	cJSON_Delete(obj);
+
+	/* A ring on the last port leaves no range above it. */
+	obj = make_job(&j, "'workers': 2, 'port': 65535, 'template': {'spec': "
+	                   "{'containers': [{'name': 'worker'}]}}");
+	np = pod_spec_network_policy(&j);
+	assert_json_equal(
+	    cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(np, "spec"), "ingress"), 1),
+	    "{'ports': [{'protocol': 'TCP', 'port': 1, 'endPort': 65534}, "
+	    "{'protocol': 'UDP', 'port': 1, 'endPort': 65535}, "
+	    "{'protocol': 'SCTP', 'port': 1, 'endPort': 65535}]}");
 	cJSON_Delete(np);
 	job_release(&j);
 	cJSON_Delete(obj);
