@@ -27,8 +27,9 @@ CC ?= cc
 PKGS := openblas libcjson zlib libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS := $(shell pkg-config --libs $(PKGS))
-# The operator also talks HTTPS (libcurl) and reads kubeconfigs (libyaml).
-OPERATOR_PKGS := libcurl yaml-0.1
+# The operator also talks HTTPS (libcurl), reads kubeconfigs (libyaml) and
+# serves its metrics and health checks (libmicrohttpd).
+OPERATOR_PKGS := libcurl yaml-0.1 libmicrohttpd
 OPERATOR_PKG_CFLAGS := $(shell pkg-config --cflags $(OPERATOR_PKGS) 2>/dev/null)
 OPERATOR_PKG_LIBS := $(shell pkg-config --libs $(OPERATOR_PKGS) 2>/dev/null)
 
@@ -158,13 +159,13 @@ MWJ_TEST_DATA ?= /usr/share/datasets/fashion-mnist
 # The local test cluster's own tests (Python, no build step), and real
 # kubectl against it.
 E2E_UNIT := e2e/cluster/run_tests.py e2e/tests/kubectl_api.sh e2e/tests/kubectl_node.sh \
-	e2e/tests/operator.sh
+	e2e/tests/operator.sh e2e/tests/operator_ha.sh
 test: $(WORKER_BIN) $(OPERATOR_BIN) $(TESTS) $(FUZZ_REPLAYS)
 	MWJ_WORKER_BIN=$(abspath $(WORKER_BIN)) MWJ_OPERATOR_BIN=$(abspath $(BIN)/mwj-operator) \
 		MWJ_TEST_DATA=$(MWJ_TEST_DATA) \
 		scripts/run-tests.sh $(TESTS) $(FUZZ_REPLAYS) $(E2E_UNIT)
 
-bench: $(WORKER_BIN) $(BENCHES)
+bench: $(WORKER_BIN) $(OPERATOR_BIN) $(BENCHES)
 	MWJ_BIN_DIR=$(abspath $(BIN)) MWJ_TEST_DATA=$(MWJ_TEST_DATA) bench/run.sh
 
 demo: $(WORKER_BIN)

@@ -15,6 +15,10 @@
 #   7. recovery.py: from a worker killed to the first step after its
 #      replacement has rejoined, 2 workers on 127.0.0.1, without and with
 #      the job key.
+#   8. operator_scale.py: mwj-operator with 100 jobs of 4 workers on the
+#      local test cluster: time to 400 pods, CPU and API requests against
+#      the cluster's, RSS and idle CPU, preemption to replacement, and a
+#      restart's resync.
 # BENCH_REPS (default 3) sets how often each comparison configuration runs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,3 +45,4 @@ fi
 "$bin/bench_rendezvous"
 MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/recovery.py"
 MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/recovery.py" --key
+MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/operator_scale.py"

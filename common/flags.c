@@ -5,6 +5,14 @@
 
 #include "err.h"
 
+/* A meta in brackets ("[=BOOL]") makes the value optional. */
+static int has_arg(const struct flag *f)
+{
+	if (f->meta == NULL)
+		return no_argument;
+	return f->meta[0] == '[' ? optional_argument : required_argument;
+}
+
 int flags_parse(const struct flag *flags, size_t n, int help_id, int argc, char **argv,
                 flags_apply_fn apply, void *ctx, char *err)
 {
@@ -14,11 +22,13 @@ int flags_parse(const struct flag *flags, size_t n, int help_id, int argc, char 
 	if (n > FLAGS_MAX)
 		return err_set(err, "internal: %zu flags, at most %d", n, FLAGS_MAX);
 	for (size_t i = 0; i < n; i++)
-		opts[i] = (struct option){flags[i].name, flags[i].meta ? required_argument : 0,
-		                          NULL, flags[i].id};
+		opts[i] = (struct option){flags[i].name, has_arg(&flags[i]), NULL, flags[i].id};
 	opts[n] = (struct option){0};
 	opterr = 0;
-	optind = 1;
+	/* 0, not 1: glibc then starts afresh at argv[1]. With 1 it would go on
+	 * inside the word where the call before stopped ("-xy" refused at x
+	 * leaves it at y), reading the caller's earlier argv. */
+	optind = 0;
 	for (;;) {
 		int id = getopt_long(argc, argv, ":", opts, &idx);
 		if (id == -1)
@@ -50,7 +60,8 @@ void flags_print_help(FILE *out, const char *usage, const struct flag *flags, si
 	fprintf(out, "usage: %s\n\nFlags:\n", usage);
 	for (size_t i = 0; i < n; i++) {
 		char left[64];
-		snprintf(left, sizeof(left), "--%s%s%s", flags[i].name, flags[i].meta ? " " : "",
+		snprintf(left, sizeof(left), "--%s%s%s", flags[i].name,
+		         has_arg(&flags[i]) == required_argument ? " " : "",
 		         flags[i].meta ? flags[i].meta : "");
 		fprintf(out, "  %-26s %s\n", left, flags[i].help);
 	}

@@ -17,7 +17,10 @@
 struct flag {
 	const char *name; /* "epochs", for --epochs */
 	int id;           /* the caller's, above 255 (short options are not used) */
-	const char *meta; /* the value's name in --help ("N"); NULL: takes no value */
+	/* The value's name in --help ("N"); NULL: takes no value; in
+	 * brackets ("[=BOOL]"): the value is optional, given as --flag=value,
+	 * and apply gets NULL without one. */
+	const char *meta;
 	const char *help; /* ends with the default, if any */
 };
 

@@ -16,4 +16,13 @@ int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out, char *er
 /* Finite doubles only: "nan" and "inf" are rejected. */
 int parse_double(const char *s, double min, double max, double *out, char *err);
 
+/* A truth value as Go's strconv.ParseBool reads it (Kubernetes flags do):
+ * 1, t, T, true, TRUE, True; 0, f, F, false, FALSE, False. */
+int parse_bool(const char *s, int *out, char *err);
+
+/* A duration as Go writes one, in milliseconds: a decimal number and a
+ * unit (ms, s, m, h), possibly several ("1m30s"), within [min_ms,
+ * max_ms]. "15s", "500ms", "1.5s". */
+int parse_duration_ms(const char *s, long long min_ms, long long max_ms, long long *out, char *err);
+
 #endif

@@ -25,11 +25,13 @@ packages=(
 	libssl-dev       # SHA-256 of weights, the ring's HMAC (libcrypto)
 	libcurl4-openssl-dev # mwj-operator: HTTPS (and HTTP/2) to the Kubernetes API
 	libyaml-dev      # mwj-operator: kubeconfig files
+	libmicrohttpd-dev # mwj-operator: /metrics, /healthz and /readyz
 	libcmocka-dev    # C unit tests
 	dataset-fashion-mnist # real IDX data for the demo, tests and benchmarks
 	clang-format clang-tidy # make lint
 	clang libclang-rt-14-dev # make fuzz: clang's libFuzzer
 	python3 python3-yaml    # e2e/: the local test cluster and its tests
+	python3-prometheus-client # e2e/: /metrics checked by Prometheus' own parser
 	curl openssl util-linux # e2e/: up.sh and fault.sh; pods run under unshare
 	nginx                   # e2e/: the cluster's TLS front, HTTP/2 through ALPN as a real API server
 )

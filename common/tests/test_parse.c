@@ -262,6 +262,56 @@ static void test_parse_accepts_null_err_buffer(void **state)
 	assert_int_equal(out, 1);
 }
 
+static void test_parse_bool_reads_what_go_reads(void **state)
+{
+	const char *yes[] = {"1", "t", "T", "true", "TRUE", "True"};
+	const char *no[] = {"0", "f", "F", "false", "FALSE", "False"};
+	const char *bad[] = {"", "yes", "on", "tRUE", " true", "2"};
+	char err[ERR_LEN];
+	int v;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		v = -1;
+		assert_int_equal(parse_bool(yes[i], &v, err), 0);
+		assert_int_equal(v, 1);
+		assert_int_equal(parse_bool(no[i], &v, err), 0);
+		assert_int_equal(v, 0);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		v = 7;
+		assert_int_equal(parse_bool(bad[i], &v, err), -1);
+		assert_int_equal(v, 7);
+		assert_non_null(strstr(err, "not true or false"));
+	}
+}
+
+static void test_parse_duration_reads_go_durations(void **state)
+{
+	static const struct {
+		const char *s;
+		long long ms;
+	} ok[] = {{"15s", 15000}, {"500ms", 500},  {"1m", 60000},  {"1m30s", 90000},
+	          {"1.5s", 1500}, {"2h", 7200000}, {"0.25s", 250}, {"1h1m1s1ms", 3661001}};
+	const char *bad[] = {"", "15", "s", "-1s", "1x", "1s2", " 1s", "1 s", "1e3s"};
+	char err[ERR_LEN];
+	long long v;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		assert_int_equal(parse_duration_ms(ok[i].s, 0, 1LL << 40, &v, err), 0);
+		assert_int_equal(v, ok[i].ms);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		v = 7;
+		assert_int_equal(parse_duration_ms(bad[i], 0, 1LL << 40, &v, err), -1);
+		assert_int_equal(v, 7);
+	}
+	assert_int_equal(parse_duration_ms("999ms", 1000, 2000, &v, err), -1);
+	assert_non_null(strstr(err, "out of range"));
+	assert_int_equal(parse_duration_ms("99999999999h", 0, 1LL << 40, &v, err), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -277,6 +327,8 @@ int main(void)
 	    cmocka_unit_test(test_parse_double_rejects_nan_and_infinity),
 	    cmocka_unit_test(test_parse_double_rejects_malformed_and_out_of_range_input),
 	    cmocka_unit_test(test_parse_accepts_null_err_buffer),
+	    cmocka_unit_test(test_parse_bool_reads_what_go_reads),
+	    cmocka_unit_test(test_parse_duration_reads_go_durations),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

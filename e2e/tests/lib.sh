@@ -39,6 +39,15 @@ cluster_up() { # starts the cluster and points kubectl at it, or gives up
 
 k() { "$kubectl" "$@"; }
 
+until_true() { # until_true SECONDS WHAT CMD...: CMD succeeds within SECONDS
+	local end=$((SECONDS + $1)) what=$2
+	shift 2
+	until "$@"; do
+		[ "$SECONDS" -lt "$end" ] || { echo "timed out waiting for $what"; return 1; }
+		sleep 0.1
+	done
+}
+
 fault() { "$root/e2e/cluster/fault.sh" -d "$state" "$@"; }
 
 finish() {

@@ -23,7 +23,8 @@ op_pid=
 start_operator() { # starts mwj-operator and waits for its caches
 	local mark
 	mark=$(wc -l < "$log" 2> /dev/null || echo 0)
-	"$operator_bin" --kubeconfig "$KUBECONFIG" --log-level debug >> "$log" 2>&1 &
+	"$operator_bin" --kubeconfig "$KUBECONFIG" --log-level debug --metrics-addr 127.0.0.1:0 \
+		--health-addr 127.0.0.1:0 >> "$log" 2>&1 &
 	op_pid=$!
 	for _ in $(seq 300); do
 		tail -n +"$((mark + 1))" "$log" | grep -q 'caches filled' && return 0
@@ -48,14 +49,6 @@ pid_of() { jp "pod/$1" '{.status.containerStatuses[0].containerID}' | sed 's#^lo
 # Polls rather than kubectl wait: the local cluster's watch can hold back a
 # pod's Ready transition that kubectl wait's list just missed (see the note
 # in the README's local cluster section), and a poll does not depend on it.
-until_true() { # until_true SECONDS WHAT CMD...: CMD succeeds within SECONDS
-	local end=$((SECONDS + $1)) what=$2
-	shift 2
-	until "$@"; do
-		[ "$SECONDS" -lt "$end" ] || { echo "timed out waiting for $what"; return 1; }
-		sleep 0.2
-	done
-}
 in_phase() { [ "$(jp "mwj/$1" '{.status.phase}' 2> /dev/null)" = "$2" ]; }
 phase_is() { until_true "${3:-300}" "mwj/$1 to be $2" in_phase "$1" "$2"; } # JOB PHASE [SECONDS]
 attempt_is() { [ "$(jp "pod/$1" '{.metadata.annotations.training\.mwj\.io/restart-attempt}' 2> /dev/null)" = "$2" ]; }

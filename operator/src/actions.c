@@ -19,11 +19,27 @@
 #define MWJ_VERSION "v1"
 #define MWJ_PLURAL  "multiworkerjobs"
 
-static void count(unsigned long *counter)
+static void add(unsigned long *counter, unsigned long n)
 {
-	if (counter)
-		atomic_fetch_add_explicit((_Atomic unsigned long *)counter, 1,
-		                          memory_order_relaxed);
+	atomic_fetch_add_explicit((_Atomic unsigned long *)counter, n, memory_order_relaxed);
+}
+
+/* Counts what a status write that went through says happened. */
+static void count_status(struct actions_counters *k, const struct job_status *old,
+                         const struct job_status *st)
+{
+	if (k == NULL)
+		return;
+	if (old->phase == PHASE_NONE && st->phase != PHASE_NONE)
+		add(&k->jobs_created, 1);
+	if (old->phase != st->phase && st->phase == PHASE_SUCCEEDED)
+		add(&k->jobs_succeeded, 1);
+	if (old->phase != st->phase && st->phase == PHASE_FAILED)
+		add(&k->jobs_failed, 1);
+	if (st->preemptions > old->preemptions)
+		add(&k->preemptions, (unsigned long)(st->preemptions - old->preemptions));
+	if (st->failures > old->failures)
+		add(&k->failures, (unsigned long)(st->failures - old->failures));
 }
 
 /* --- the status --- */
@@ -53,7 +69,10 @@ static int write_status(const struct actions_ctx *ctx, const struct job *j, cons
 	if (kube_merge_patch(ctx->api, path, patch, &written, &res, err) < 0) {
 		/* A job deleted meanwhile has no status to write. */
 		rc = res.status == 404 ? 0 : -1;
-	} else if (j->status.phase != st->phase) {
+	} else {
+		count_status(ctx->counters, &j->status, st);
+	}
+	if (rc == 0 && written && j->status.phase != st->phase) {
 		log_info("job %s/%s: phase %s -> %s (restarts %ld: %ld preemptions, %ld failures)",
 		         j->ns, j->name, job_phase_name(j->status.phase), job_phase_name(st->phase),
 		         st->total_restarts, st->preemptions, st->failures);
@@ -177,7 +196,8 @@ static int create_pod(const struct actions_ctx *ctx, const struct job *j, const 
 		}
 		return -1;
 	}
-	count(ctx->pods_created);
+	if (ctx->counters)
+		add(&ctx->counters->pods_created, 1);
 	log_info("job %s/%s: created pod %s (attempt %ld)", j->ns, j->name, a->name, a->attempt);
 	char msg[JOB_MESSAGE_LEN];
 	snprintf(msg, sizeof(msg), "created pod %s (worker %d, attempt %ld)", a->name, a->index,
@@ -200,7 +220,8 @@ static int delete_pod(const struct actions_ctx *ctx, const struct job *j, const 
 		/* A newer pod of that name: the stale decision is dropped. */
 		return res.status == 409 ? 0 : -1;
 	}
-	count(ctx->pods_deleted);
+	if (ctx->counters)
+		add(&ctx->counters->pods_deleted, 1);
 	log_info("job %s/%s: deleted pod %s", j->ns, j->name, a->name);
 	return 0;
 }

@@ -20,12 +20,22 @@
 #include "kube_api.h"
 #include "reconcile.h"
 
+/* What the operator did, counted as it happened (for logs and metrics):
+ * pods created and deleted; jobs admitted (their first status), and
+ * ended Succeeded or Failed; and the restarts it counted, by cause
+ * (reconcile.h: preemptions, and failures it recreated). Updated
+ * atomically. */
+struct actions_counters {
+	unsigned long pods_created, pods_deleted;
+	unsigned long jobs_created, jobs_succeeded, jobs_failed;
+	unsigned long preemptions, failures;
+};
+
 struct actions_ctx {
 	struct kube_api *api;
 	struct expectations *expect;
-	const char *instance; /* the Events' reporting instance */
-	/* Counters the caller keeps (may be NULL). */
-	unsigned long *pods_created, *pods_deleted;
+	const char *instance;              /* the Events' reporting instance */
+	struct actions_counters *counters; /* the caller's (may be NULL) */
 	/* When not NULL: the job as the status write returned it (NULL when
 	 * the status was unchanged), for the caller to delete; and the status
 	 * write's HTTP status and reason (a 409 Conflict: read the job again

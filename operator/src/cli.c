@@ -7,7 +7,12 @@
 #include "controller.h"
 #include "err.h"
 #include "flags.h"
+#include "http_endpoints.h"
+#include "leader.h"
 #include "parse.h"
+
+/* Durations beyond a day are surely a slip (and must fit an int of ms). */
+#define DURATION_MAX_MS (24LL * 3600 * 1000)
 
 enum flag_id {
 	F_KUBECONFIG = 256,
@@ -17,6 +22,14 @@ enum flag_id {
 	F_RESYNC,
 	F_LOG_FORMAT,
 	F_LOG_LEVEL,
+	F_LEADER_ELECT,
+	F_LEADER_NAMESPACE,
+	F_LEADER_ID,
+	F_LEASE,
+	F_RENEW,
+	F_RETRY,
+	F_METRICS_ADDR,
+	F_HEALTH_ADDR,
 	F_VERSION,
 	F_HELP,
 };
@@ -36,6 +49,23 @@ static const struct flag FLAGS[] = {
     {"log-format", F_LOG_FORMAT, "FMT", "text or json (default: $MWJ_LOG_FORMAT or text)"},
     {"log-level", F_LOG_LEVEL, "LEVEL",
      "debug, info, warn or error (default: $MWJ_LOG_LEVEL or info)"},
+    {"leader-elect", F_LEADER_ELECT, "[=BOOL]",
+     "one active replica at a time, through a Lease (default: $MWJ_LEADER_ELECT, else on "
+     "in-cluster and off outside)"},
+    {"leader-election-namespace", F_LEADER_NAMESPACE, "NAME",
+     "the Lease's namespace (default: $MWJ_LEADER_ELECTION_NAMESPACE, else the pod's own)"},
+    {"leader-election-id", F_LEADER_ID, "NAME", "the Lease's name (default: mwj-operator)"},
+    {"leader-elect-lease-duration", F_LEASE, "DURATION",
+     "how long a standby waits on a Lease not renewed before it takes it (default: 15s)"},
+    {"leader-elect-renew-deadline", F_RENEW, "DURATION",
+     "how long the leader keeps trying to renew before it stops acting (default: 10s)"},
+    {"leader-elect-retry-period", F_RETRY, "DURATION",
+     "how often candidates try and the leader renews (default: 2s)"},
+    {"metrics-addr", F_METRICS_ADDR, "ADDR",
+     "where /metrics is served, host:port or :port, 0 for off (default: $MWJ_METRICS_ADDR or "
+     ":8080)"},
+    {"health-addr", F_HEALTH_ADDR, "ADDR",
+     "where /healthz and /readyz are served, 0 for off (default: $MWJ_HEALTH_ADDR or :8081)"},
     {"version", F_VERSION, NULL, "print the version and exit"},
     {"help", F_HELP, NULL, "print this help and exit"},
 };
@@ -48,6 +78,13 @@ static int set_str(char *dst, size_t n, const char *src, char *err)
 		return err_set(err, "longer than %zu characters", n - 1);
 	strcpy(dst, src);
 	return 0;
+}
+
+static int set_addr(char *dst, size_t n, const char *src, char *err)
+{
+	if (http_endpoints_check_addr(src, err) < 0)
+		return -1;
+	return set_str(dst, n, src, err);
 }
 
 static int apply(void *ctx, int id, const char *v, char *err)
@@ -73,6 +110,26 @@ static int apply(void *ctx, int id, const char *v, char *err)
 		if (log_parse_level(v, &c->log_level) < 0)
 			return err_set(err, "'%s' is not debug, info, warn or error", v);
 		return 0;
+	case F_LEADER_ELECT:
+		if (v == NULL) {
+			c->leader_elect = 1;
+			return 0;
+		}
+		return parse_bool(v, &c->leader_elect, err);
+	case F_LEADER_NAMESPACE:
+		return set_str(c->leader_namespace, sizeof(c->leader_namespace), v, err);
+	case F_LEADER_ID:
+		return set_str(c->leader_id, sizeof(c->leader_id), v, err);
+	case F_LEASE:
+		return parse_duration_ms(v, 1000, DURATION_MAX_MS, &c->lease_ms, err);
+	case F_RENEW:
+		return parse_duration_ms(v, 1, DURATION_MAX_MS, &c->renew_ms, err);
+	case F_RETRY:
+		return parse_duration_ms(v, 1, DURATION_MAX_MS, &c->retry_ms, err);
+	case F_METRICS_ADDR:
+		return set_addr(c->metrics_addr, sizeof(c->metrics_addr), v, err);
+	case F_HEALTH_ADDR:
+		return set_addr(c->health_addr, sizeof(c->health_addr), v, err);
 	case F_VERSION:
 		c->version = 1;
 		return 0;
@@ -87,10 +144,17 @@ static int apply_env(struct operator_cli *c, char *err)
 		const char *var;
 		int id;
 	} vars[] = {
-	    {"MWJ_KUBECONFIG", F_KUBECONFIG}, {"MWJ_CONTEXT", F_CONTEXT},
-	    {"MWJ_NAMESPACE", F_NAMESPACE},   {"MWJ_WORKERS", F_WORKERS},
-	    {"MWJ_RESYNC_SECONDS", F_RESYNC}, {"MWJ_LOG_FORMAT", F_LOG_FORMAT},
+	    {"MWJ_KUBECONFIG", F_KUBECONFIG},
+	    {"MWJ_CONTEXT", F_CONTEXT},
+	    {"MWJ_NAMESPACE", F_NAMESPACE},
+	    {"MWJ_WORKERS", F_WORKERS},
+	    {"MWJ_RESYNC_SECONDS", F_RESYNC},
+	    {"MWJ_LOG_FORMAT", F_LOG_FORMAT},
 	    {"MWJ_LOG_LEVEL", F_LOG_LEVEL},
+	    {"MWJ_LEADER_ELECT", F_LEADER_ELECT},
+	    {"MWJ_LEADER_ELECTION_NAMESPACE", F_LEADER_NAMESPACE},
+	    {"MWJ_METRICS_ADDR", F_METRICS_ADDR},
+	    {"MWJ_HEALTH_ADDR", F_HEALTH_ADDR},
 	};
 
 	for (size_t k = 0; k < sizeof(vars) / sizeof(vars[0]); k++) {
@@ -110,9 +174,28 @@ int operator_cli_parse(struct operator_cli *c, int argc, char **argv, FILE *out,
 	c->resync_s = 300;
 	c->log_level = LOG_INFO;
 	c->log_format = LOG_TEXT;
+	c->leader_elect = -1;
+	snprintf(c->leader_id, sizeof(c->leader_id), "mwj-operator");
+	c->lease_ms = LEADER_LEASE_MS;
+	c->renew_ms = LEADER_RENEW_MS;
+	c->retry_ms = LEADER_RETRY_MS;
+	snprintf(c->metrics_addr, sizeof(c->metrics_addr), ":8080");
+	snprintf(c->health_addr, sizeof(c->health_addr), ":8081");
 	if (apply_env(c, err) < 0)
 		return -1;
 	rc = flags_parse(FLAGS, FLAGS_COUNT(FLAGS), F_HELP, argc, argv, apply, c, err);
+	if (rc == 0 && !c->version) {
+		/* The durations' rules, checked here so that a bad set exits 1
+		 * before anything starts. */
+		struct leader_config lc = {.namespace = "ns",
+		                           .name = c->leader_id,
+		                           .identity = "x",
+		                           .lease_ms = (int)c->lease_ms,
+		                           .renew_ms = (int)c->renew_ms,
+		                           .retry_ms = (int)c->retry_ms};
+		if (leader_config_check(&lc, err) < 0)
+			return -1;
+	}
 	if (rc == 1)
 		flags_print_help(out, "mwj-operator [flags]", FLAGS, FLAGS_COUNT(FLAGS));
 	if (rc == 0 && c->version) {

@@ -2,7 +2,9 @@
  *
  * Precedence, as mwj-worker's: defaults, then the environment
  * (MWJ_KUBECONFIG, MWJ_CONTEXT, MWJ_NAMESPACE, MWJ_WORKERS,
- * MWJ_RESYNC_SECONDS, MWJ_LOG_FORMAT, MWJ_LOG_LEVEL), then flags. Where
+ * MWJ_RESYNC_SECONDS, MWJ_LOG_FORMAT, MWJ_LOG_LEVEL, MWJ_LEADER_ELECT,
+ * MWJ_LEADER_ELECTION_NAMESPACE, MWJ_METRICS_ADDR, MWJ_HEALTH_ADDR), then
+ * flags. Where
  * neither names a kubeconfig, kubeconfig.h's order applies: in-cluster,
  * $KUBECONFIG, ~/.kube/config.
  */
@@ -25,6 +27,12 @@ struct operator_cli {
 	int resync_s;                  /* the informers' periodic resync */
 	enum log_level log_level;
 	enum log_format log_format;
+	int leader_elect;                    /* 1, 0, or -1: on when in-cluster */
+	char leader_namespace[CLI_NAME_LEN]; /* "": the pod's own */
+	char leader_id[CLI_NAME_LEN];        /* the Lease's name */
+	long long lease_ms, renew_ms, retry_ms;
+	char metrics_addr[CLI_NAME_LEN]; /* "0": off */
+	char health_addr[CLI_NAME_LEN];
 	int version; /* --version was given */
 };
 

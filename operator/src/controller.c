@@ -143,6 +143,70 @@ static int owned_by(const cJSON *obj, const char *ns, const char *uid)
 	return ref && ons && strcmp(ons, ns) == 0 && strcmp(str_member(ref, "uid"), uid) == 0;
 }
 
+/* --- what the caches keep --- */
+
+/* Every kind: managedFields (a real server's record of who set which
+ * field, often larger than the rest) is never read. */
+static void keep_no_managed_fields(cJSON *obj)
+{
+	cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
+	                                        "managedFields");
+}
+
+/* Jobs: whole (the template makes the pods), but kubectl's copy of the
+ * last applied manifest, which repeats the spec. */
+static void keep_job(cJSON *obj)
+{
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+
+	keep_no_managed_fields(obj);
+	cJSON_DeleteItemFromObjectCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(meta, "annotations"),
+	    "kubectl.kubernetes.io/last-applied-configuration");
+}
+
+/* Pods: metadata and status, and of the spec only the containers' names
+ * (pod_view.h reads no more); the rest of a pod's spec is its template,
+ * which the job has already. */
+static void keep_pod(cJSON *obj)
+{
+	cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec"), *item;
+	cJSON *containers = cJSON_DetachItemFromObjectCaseSensitive(spec, "containers");
+
+	keep_no_managed_fields(obj);
+	cJSON_DeleteItemFromObjectCaseSensitive(obj, "spec");
+	spec = cJSON_AddObjectToObject(obj, "spec");
+	if (spec == NULL)
+		die("out of memory");
+	cJSON_ArrayForEach(item, containers)
+	{
+		cJSON *keep = cJSON_DetachItemFromObjectCaseSensitive(item, "name");
+		while (item->child != NULL)
+			cJSON_Delete(cJSON_DetachItemViaPointer(item, item->child));
+		if (keep != NULL)
+			cJSON_AddItemToObject(item, "name", keep);
+	}
+	if (containers != NULL)
+		cJSON_AddItemToObject(spec, "containers", containers);
+}
+
+/* Services, Secrets, NetworkPolicies: only that they exist and who owns
+ * them matters; a Secret's key material is not kept in memory. */
+static void keep_metadata(cJSON *obj)
+{
+	cJSON *item = obj->child;
+
+	keep_no_managed_fields(obj);
+	while (item != NULL) {
+		cJSON *next = item->next;
+		if (item->string == NULL ||
+		    (strcmp(item->string, "metadata") != 0 && strcmp(item->string, "kind") != 0 &&
+		     strcmp(item->string, "apiVersion") != 0))
+			cJSON_Delete(cJSON_DetachItemViaPointer(obj, item));
+		item = next;
+	}
+}
+
 /* --- handlers: what changed -> which job to look at --- */
 
 static void on_job(void *ctx, enum informer_op op, const cJSON *old, const cJSON *obj)
@@ -315,8 +379,7 @@ static int pass(struct controller *c, const char *key, const cJSON *obj, char *e
 	    .api = c->api,
 	    .expect = &c->expect,
 	    .instance = c->cfg.instance,
-	    .pods_created = &c->pods_created,
-	    .pods_deleted = &c->pods_deleted,
+	    .counters = &c->counts,
 	    .written = &written,
 	    .status_result = &res,
 	    .refused = refused,
@@ -345,6 +408,12 @@ int controller_sync(struct controller *c, const char *key, char *err)
 	cJSON *obj;
 	long long now = timers_now_ms();
 
+	if (c->cfg.active != NULL && !c->cfg.active(c->cfg.active_ctx)) {
+		/* A standby, or a leader past its renew deadline: not ours to
+		 * act on. controller_lead brings every job back. */
+		__atomic_fetch_add(&c->passes_dropped, 1, __ATOMIC_RELAXED);
+		return 0;
+	}
 	if (slash == NULL || (size_t)(slash - key) >= sizeof(ns))
 		return err_set(err, "job key '%s' is not namespace/name", key);
 	memcpy(ns, key, (size_t)(slash - key));
@@ -392,8 +461,12 @@ static void *worker_main(void *arg)
 	char key[WORKQUEUE_KEY_LEN], err[ERR_LEN];
 
 	while (workqueue_get(&c->queue, key)) {
+		long long start = timers_now_ms();
+		int rc = controller_sync(c, key, err);
+
+		histogram_observe_us(&c->reconcile_time, (timers_now_ms() - start) * 1000);
 		__atomic_fetch_add(&c->reconciles, 1, __ATOMIC_RELAXED);
-		if (controller_sync(c, key, err) < 0) {
+		if (rc < 0) {
 			__atomic_fetch_add(&c->reconcile_errors, 1, __ATOMIC_RELAXED);
 			long long delay = workqueue_add_rate_limited(&c->queue, key);
 			log_warn("%s; retrying in %lld ms", err, delay);
@@ -407,7 +480,7 @@ static void *worker_main(void *arg)
 
 static void informer_setup(struct controller *c, struct informer *inf, const char *name,
                            const char *group, const char *plural, const char *selector,
-                           informer_fn handler)
+                           informer_fn handler, void (*transform)(cJSON *obj))
 {
 	struct informer_config ic = {
 	    .name = name,
@@ -419,6 +492,7 @@ static void informer_setup(struct controller *c, struct informer *inf, const cha
 	    .resync_s = c->cfg.resync_s,
 	    .handler = handler,
 	    .handler_ctx = c,
+	    .transform = transform,
 	};
 
 	informer_init(inf, c->api, &ic);
@@ -431,10 +505,15 @@ static struct informer *informers(struct controller *c, int k)
 	return all[k];
 }
 
-#define NINFORMERS 5
+#define NINFORMERS CONTROLLER_INFORMERS
 
-int controller_start(struct controller *c, struct kube_api *api,
-                     const struct controller_config *cfg, int sync_ms, char *err)
+struct informer *controller_informer(struct controller *c, int k)
+{
+	return informers(c, k);
+}
+
+int controller_init(struct controller *c, struct kube_api *api, const struct controller_config *cfg,
+                    char *err)
 {
 	memset(c, 0, sizeof(*c));
 	c->cfg = *cfg;
@@ -447,17 +526,22 @@ int controller_start(struct controller *c, struct kube_api *api,
 	expectations_init(&c->expect, 0);
 	pthread_mutex_init(&c->written_lock, NULL);
 	strmap_init(&c->written);
-	informer_setup(c, &c->jobs, "multiworkerjobs", MWJ_GROUP, "multiworkerjobs", NULL, on_job);
-	informer_setup(c, &c->pods, "pods", "", "pods", SELECTOR, on_pod);
-	informer_setup(c, &c->services, "services", "", "services", SELECTOR, on_owned);
-	informer_setup(c, &c->secrets, "secrets", "", "secrets", SELECTOR, on_owned);
+	informer_setup(c, &c->jobs, "multiworkerjobs", MWJ_GROUP, "multiworkerjobs", NULL, on_job,
+	               keep_job);
+	informer_setup(c, &c->pods, "pods", "", "pods", SELECTOR, on_pod, keep_pod);
+	informer_setup(c, &c->services, "services", "", "services", SELECTOR, on_owned,
+	               keep_metadata);
+	informer_setup(c, &c->secrets, "secrets", "", "secrets", SELECTOR, on_owned, keep_metadata);
 	informer_setup(c, &c->policies, "networkpolicies", "networking.k8s.io", "networkpolicies",
-	               SELECTOR, on_owned);
+	               SELECTOR, on_owned, keep_metadata);
+	return 0;
+}
+
+int controller_start(struct controller *c, int sync_ms, char *err)
+{
 	for (int k = 0; k < NINFORMERS; k++)
-		if (informer_start(informers(c, k), err) < 0) {
-			controller_stop(c);
+		if (informer_start(informers(c, k), err) < 0)
 			return -1;
-		}
 	for (int k = 0; k < NINFORMERS; k++)
 		if (!informer_wait_synced(informers(c, k), sync_ms)) {
 			err_set(
@@ -465,7 +549,6 @@ int controller_start(struct controller *c, struct kube_api *api,
 			    "the %s cache did not fill within %d ms: is the API server reachable, "
 			    "and may the operator list and watch %s?",
 			    informers(c, k)->cfg.name, sync_ms, informers(c, k)->cfg.name);
-			controller_stop(c);
 			return -1;
 		}
 	log_info("caches filled: watching multiworkerjobs, pods, services, secrets and "
@@ -473,14 +556,53 @@ int controller_start(struct controller *c, struct kube_api *api,
 	         c->cfg.namespace && c->cfg.namespace[0] ? c->cfg.namespace : "every namespace");
 	for (int k = 0; k < c->cfg.workers; k++) {
 		int rc = pthread_create(&c->threads[k], NULL, worker_main, c);
-		if (rc != 0) {
-			err_set(err, "pthread_create: %s", strerror(rc));
-			controller_stop(c);
-			return -1;
-		}
+		if (rc != 0)
+			return err_set(err, "pthread_create: %s", strerror(rc));
 		c->nthreads++;
 	}
 	return 0;
+}
+
+static void queue_job(void *ctx, const cJSON *obj)
+{
+	struct controller *c = ctx;
+	char key[WORKQUEUE_KEY_LEN];
+
+	if (informer_key(obj, key, sizeof(key)) == 0)
+		workqueue_add(&c->queue, key);
+}
+
+void controller_lead(struct controller *c)
+{
+	informer_each(&c->jobs, queue_job, c);
+}
+
+int controller_ready(struct controller *c)
+{
+	for (int k = 0; k < NINFORMERS; k++)
+		if (!informer_synced(informers(c, k)))
+			return 0;
+	return 1;
+}
+
+int controller_alive(struct controller *c, char *why)
+{
+	long long wait_ms, held_ms;
+
+	for (int k = 0; k < NINFORMERS; k++)
+		if (!informer_alive(informers(c, k))) {
+			err_set(why,
+			        "informer %s: its thread has not turned within its watch's "
+			        "deadline",
+			        informers(c, k)->cfg.name);
+			return 0;
+		}
+	workqueue_ages(&c->queue, &wait_ms, &held_ms);
+	if (held_ms > CONTROLLER_STUCK_MS) {
+		err_set(why, "a reconcile has run for %lld s", held_ms / 1000);
+		return 0;
+	}
+	return 1;
 }
 
 void controller_stop(struct controller *c)

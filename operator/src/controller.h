@@ -26,7 +26,9 @@
 #ifndef MWJ_CONTROLLER_H
 #define MWJ_CONTROLLER_H
 
+#include "actions.h"
 #include "expectations.h"
+#include "histogram.h"
 #include "informer.h"
 #include "kube_api.h"
 #include "workqueue.h"
@@ -38,7 +40,16 @@ struct controller_config {
 	int workers;           /* reconcile threads */
 	const char *instance;  /* the reporting instance of Events (host name) */
 	int resync_s;          /* the informers' periodic resync */
+	/* Whether this replica may reconcile now (leader election's
+	 * leader_active); NULL: always. A pass taken while it says no is
+	 * dropped; controller_lead brings every job back. */
+	int (*active)(void *ctx);
+	void *active_ctx;
 };
+
+/* A reconcile held longer than this is stuck, for /healthz: every API
+ * call in it has a time-out and a retry deadline far shorter. */
+#define CONTROLLER_STUCK_MS (5LL * 60 * 1000)
 
 struct controller {
 	struct controller_config cfg;
@@ -53,14 +64,35 @@ struct controller {
 	pthread_mutex_t written_lock;
 	struct strmap written;
 	/* Counters, for logs and metrics. */
-	unsigned long reconciles, reconcile_errors, pods_created, pods_deleted;
+	unsigned long reconciles, reconcile_errors, passes_dropped;
+	struct actions_counters counts;
+	struct histogram reconcile_time;
 };
 
+#define CONTROLLER_INFORMERS 5
+
+/* Sets c up: nothing runs yet, but metrics and health may read it from
+ * here on. api must outlive c. Returns 0, or -1 with a message. */
+int controller_init(struct controller *c, struct kube_api *api, const struct controller_config *cfg,
+                    char *err);
+
 /* Starts the informers, waits for their first lists (up to sync_ms), then
- * the worker threads. api must outlive c. Returns 0, or -1 with a message
- * (a cache that never synced: the API unreachable or forbidden). */
-int controller_start(struct controller *c, struct kube_api *api,
-                     const struct controller_config *cfg, int sync_ms, char *err);
+ * the worker threads. Returns 0, or -1 with a message (a cache that never
+ * synced: the API unreachable or forbidden); call controller_stop then. */
+int controller_start(struct controller *c, int sync_ms, char *err);
+
+/* Queues every cached job: this replica has just become the leader. */
+void controller_lead(struct controller *c);
+
+/* Informer k (0 .. CONTROLLER_INFORMERS - 1), for metrics. */
+struct informer *controller_informer(struct controller *c, int k);
+
+/* /readyz: every cache has its first list. */
+int controller_ready(struct controller *c);
+
+/* /healthz: every informer turns, and no reconcile is stuck. Returns 1,
+ * or 0 with what is wrong in why (ERR_LEN). */
+int controller_alive(struct controller *c, char *why);
 
 /* Stops taking work, lets reconciles in progress finish, stops the
  * informers and frees everything. The API client should be stopped first

@@ -225,6 +225,8 @@ static int apply_object(struct informer *inf, struct watch_event *ev, char *err)
 
 	if (informer_key(ev->object, key, sizeof(key)) < 0)
 		return err_set(err, "watch event: object without a usable metadata.name");
+	if (inf->cfg.transform)
+		inf->cfg.transform(ev->object);
 	pthread_mutex_lock(&inf->lock);
 	if (ev->type == WATCH_DELETED)
 		old = strmap_remove(&inf->cache, key);
@@ -288,6 +290,7 @@ static int on_chunk(const char *data, size_t len, void *ctx)
 
 	if (is_stopping(wc->inf))
 		return -1;
+	__atomic_store_n(&wc->inf->heartbeat_ms, now_ms(), __ATOMIC_RELAXED);
 	if (watch_stream_feed(&wc->ws, data, len, on_line, wc, wc->why) < 0) {
 		/* Otherwise the line was too long for the framer. */
 		if (wc->end == END_NONE)
@@ -417,8 +420,8 @@ static void watch_once(struct informer *inf, struct loop *st)
 	count(inf, &inf->watches);
 	watch_stream_init(&wc->ws, 0);
 	start = now_ms();
-	wc->rc = inf->api->ops->stream(inf->api, path, (timeout_s + WATCH_IDLE_MARGIN_S) * 1000,
-	                               on_chunk, wc, &wc->status, &wc->body, wc->err);
+	wc->rc = kube_api_watch(inf->api, path, (timeout_s + WATCH_IDLE_MARGIN_S) * 1000, on_chunk,
+	                        wc, &wc->status, &wc->body, wc->err);
 	wc->elapsed_ms = now_ms() - start;
 	watch_stream_release(&wc->ws);
 	if (!quiet(inf))
@@ -437,6 +440,7 @@ static void *informer_main(void *arg)
 
 	backoff_init(&st.bo, inf->api, (uint64_t)now_ms() ^ (uint64_t)(uintptr_t)inf);
 	while (!is_stopping(inf)) {
+		__atomic_store_n(&inf->heartbeat_ms, now_ms(), __ATOMIC_RELAXED);
 		if (st.delay_ms > 0 && pause_ms(inf, st.delay_ms) < 0)
 			break;
 		st.delay_ms = 0;
@@ -469,6 +473,7 @@ void informer_init(struct informer *inf, struct kube_api *api, const struct info
 	memset(inf, 0, sizeof(*inf));
 	inf->cfg = *cfg;
 	inf->api = api;
+	inf->heartbeat_ms = now_ms();
 	pthread_mutex_init(&inf->lock, NULL);
 	/* pause_ms and informer_wait_synced wait on the monotonic clock. */
 	pthread_condattr_init(&attr);
@@ -495,6 +500,27 @@ int informer_start(struct informer *inf, char *err)
 		return err_set(err, "informer %s: pthread_create: %s", c->name, strerror(rc));
 	inf->started = 1;
 	return 0;
+}
+
+int informer_synced(struct informer *inf)
+{
+	int synced;
+
+	pthread_mutex_lock(&inf->lock);
+	synced = inf->synced;
+	pthread_mutex_unlock(&inf->lock);
+	return synced;
+}
+
+int informer_alive(struct informer *inf)
+{
+	int timeout_s = inf->cfg.watch_timeout_s > 0 ? inf->cfg.watch_timeout_s : WATCH_TIMEOUT_S;
+	long long limit_ms;
+
+	if (timeout_s > WATCH_TIMEOUT_MAX_S)
+		timeout_s = WATCH_TIMEOUT_MAX_S;
+	limit_ms = ((long long)timeout_s + WATCH_IDLE_MARGIN_S + 60) * 1000;
+	return now_ms() - __atomic_load_n(&inf->heartbeat_ms, __ATOMIC_RELAXED) < limit_ms;
 }
 
 int informer_wait_synced(struct informer *inf, int timeout_ms)
@@ -594,6 +620,17 @@ cJSON *informer_list(struct informer *inf, int (*keep)(const cJSON *obj, void *c
 	}
 	pthread_mutex_unlock(&inf->lock);
 	return arr;
+}
+
+void informer_each(struct informer *inf, void (*fn)(void *ctx, const cJSON *obj), void *ctx)
+{
+	size_t i = 0;
+	struct strmap_slot *s;
+
+	pthread_mutex_lock(&inf->lock);
+	while ((s = strmap_next(&inf->cache, &i)) != NULL)
+		fn(ctx, s->value);
+	pthread_mutex_unlock(&inf->lock);
 }
 
 /* Names with a '/' are refused: "a/b" in no namespace would be taken for

@@ -46,6 +46,11 @@ struct informer_config {
 	int resync_s;               /* 0: no periodic resync */
 	informer_fn handler;
 	void *handler_ctx;
+	/* Called on every object before it is cached, on the informer's
+	 * thread, to drop what the controller never reads (client-go's
+	 * TransformFunc): the cache, and so the operator's memory, then
+	 * grows with what it uses. NULL: objects are cached whole. */
+	void (*transform)(cJSON *obj);
 };
 
 struct informer {
@@ -61,7 +66,17 @@ struct informer {
 	volatile int stopping;
 	/* Counters, for logs and metrics. */
 	unsigned long lists, watches, relists_after_gone, watch_errors;
+	/* When the thread last turned or data last came (monotonic ms). */
+	long long heartbeat_ms;
 };
+
+/* Whether the first list is in the cache (thread-safe). */
+int informer_synced(struct informer *inf);
+
+/* For /healthz: whether the informer's thread has turned or received
+ * data within its longest watch (timeoutSeconds plus the idle margin)
+ * and a minute more; one that has not is stuck. Thread-safe. */
+int informer_alive(struct informer *inf);
 
 /* --- Lifecycle --- */
 
@@ -91,6 +106,10 @@ cJSON *informer_get(struct informer *inf, const char *ns, const char *name);
 /* A new JSON array of deep copies of the cached objects for which keep
  * returns nonzero (keep NULL: all). The caller deletes it. */
 cJSON *informer_list(struct informer *inf, int (*keep)(const cJSON *obj, void *ctx), void *ctx);
+
+/* Calls fn with every cached object (borrowed, under the cache's lock:
+ * fn must not call back into the informer). */
+void informer_each(struct informer *inf, void (*fn)(void *ctx, const cJSON *obj), void *ctx);
 
 /* "ns/name" of an object into out (n bytes), or "name" when it has no
  * namespace. Returns -1 if the object has no metadata.name. */

@@ -107,6 +107,15 @@ void kube_api_stop(struct kube_api *api)
 		api->ops->stop(api);
 }
 
+void kube_api_resume(struct kube_api *api)
+{
+	if (api == NULL)
+		return;
+	if (api->ops != NULL && api->ops->resume != NULL)
+		api->ops->resume(api);
+	__atomic_store_n(&api->stopping, 0, __ATOMIC_RELEASE);
+}
+
 void kube_api_release(struct kube_api *api)
 {
 	if (api == NULL)
@@ -142,10 +151,7 @@ static void copy_line(char *out, size_t n, const char *src, size_t len)
 	out[len] = '\0';
 }
 
-/* Fills reason, message and (when no header gave one) retry_after_s from
- * an error body. A body that is no Status (a proxy's HTML page, plain
- * text) leaves reason "" and puts the start of the body into message. */
-static void parse_status(struct kube_resp *resp)
+void kube_resp_parse_status(struct kube_resp *resp)
 {
 	const cJSON *kind, *reason, *message, *details, *retry;
 	cJSON *root;
@@ -235,6 +241,29 @@ static long long backoff_ms(const struct kube_api *api, int attempt, int retry_a
 	return wait;
 }
 
+static const char *const method_names[KUBE_METHODS] = {"GET",    "POST",  "PUT",  "PATCH",
+                                                       "DELETE", "WATCH", "OTHER"};
+
+const char *kube_method_name(enum kube_method m)
+{
+	return m >= 0 && m < KUBE_METHODS ? method_names[m] : "OTHER";
+}
+
+static enum kube_method method_of(const char *method)
+{
+	for (int m = 0; m < KUBE_WATCH; m++) {
+		if (strcmp(method, method_names[m]) == 0)
+			return (enum kube_method)m;
+	}
+	return KUBE_OTHER;
+}
+
+/* One request's answer in stats.by_code (status 0: none came). */
+static void count_code(struct kube_api *api, enum kube_method m, long status)
+{
+	count(&api->stats.by_code[m][status >= 0 && status < KUBE_CODES ? status : 0]);
+}
+
 /* One round trip, its counters, and the Status of a failure. */
 static int attempt_once(struct kube_api *api, const struct kube_req *req, struct kube_resp *resp,
                         char *why)
@@ -245,6 +274,7 @@ static int attempt_once(struct kube_api *api, const struct kube_req *req, struct
 	why[0] = '\0';
 	count(&api->stats.requests);
 	rc = api->ops->round_trip(api, req, resp, why);
+	count_code(api, method_of(req->method), rc < 0 ? 0 : resp->status);
 	if (rc < 0) {
 		count(&api->stats.transport_errors);
 		kube_resp_release(resp);
@@ -257,8 +287,14 @@ static int attempt_once(struct kube_api *api, const struct kube_req *req, struct
 	else if (resp->status >= 500 && resp->status <= 599)
 		count(&api->stats.errors_5xx);
 	if (!is_2xx(resp->status))
-		parse_status(resp);
+		kube_resp_parse_status(resp);
 	return 0;
+}
+
+/* Whether the write guard decides on req (see kube_write_guard_fn). */
+static int guarded(const struct kube_api *api, const struct kube_req *req)
+{
+	return api->write_guard != NULL && !req->unguarded && strcmp(req->method, "GET") != 0;
 }
 
 /* kube_api_request without the method and path in the message, which the
@@ -285,9 +321,19 @@ static int request(struct kube_api *api, const struct kube_req *req, struct kube
 
 		if (is_stopping(api))
 			break;
+		if (guarded(api, &r) && !api->write_guard(api->write_guard_ctx)) {
+			count(&api->stats.refused_by_guard);
+			kube_resp_release(resp);
+			return err_set(err, "not sent: this replica is not the leader");
+		}
 		rc = attempt_once(api, &r, resp, why);
 		if (!is_retryable(rc, resp->status))
 			return 0;
+		if (r.once) {
+			if (rc == 0)
+				return 0;
+			return err_set(err, "%s", why);
+		}
 		if (rc == 0)
 			err_set(why, "%ld%s%s", resp->status, resp->reason[0] ? " " : "",
 			        resp->reason);
@@ -316,6 +362,22 @@ int kube_api_request(struct kube_api *api, const struct kube_req *req, struct ku
 	if (request(api, req, resp, err) < 0)
 		return err_prefix(err, "%s %s", req->method, req->path);
 	return 0;
+}
+
+int kube_api_watch(struct kube_api *api, const char *path, int idle_ms, kube_stream_fn fn,
+                   void *ctx, long *status, char **resp_body, char *err)
+{
+	int rc;
+
+	*status = 0;
+	if (api->ops == NULL || api->ops->stream == NULL)
+		return err_set(err, "the API client cannot watch");
+	count(&api->stats.requests);
+	rc = api->ops->stream(api, path, idle_ms, fn, ctx, status, resp_body, err);
+	count_code(api, KUBE_WATCH, *status);
+	if (*status == 0)
+		count(&api->stats.transport_errors);
+	return rc;
 }
 
 /* --- Typed verbs --- */
@@ -376,7 +438,8 @@ struct verb {
 	const char *obj_name; /* see describe(); NULL: from the path */
 	const char *content_type;
 	const cJSON *body;
-	int missing_ok; /* a 404 is success */
+	int missing_ok;               /* a 404 is success */
+	const struct kube_opts *opts; /* NULL: the defaults */
 };
 
 static void set_result(struct kube_result *res, const struct kube_resp *resp)
@@ -392,7 +455,8 @@ static void set_result(struct kube_result *res, const struct kube_resp *resp)
 static int do_verb(struct kube_api *api, const struct verb *v, cJSON **out, struct kube_result *res,
                    char *err)
 {
-	struct kube_req req = {v->method, v->path, v->content_type, NULL, 0, 0};
+	struct kube_req req = {
+	    .method = v->method, .path = v->path, .content_type = v->content_type};
 	struct kube_resp resp = {0};
 	char what[400];
 	char *text = NULL;
@@ -412,6 +476,11 @@ static int do_verb(struct kube_api *api, const struct verb *v, cJSON **out, stru
 			return err_set(err, "%s %s: cannot serialize the body", v->name, what);
 		req.body = text;
 		req.body_len = strlen(text);
+	}
+	if (v->opts != NULL) {
+		req.timeout_ms = v->opts->timeout_ms;
+		req.once = v->opts->once;
+		req.unguarded = v->opts->unguarded;
 	}
 	if (request(api, &req, &resp, err) < 0) {
 		err_prefix(err, "%s %s", v->name, what);
@@ -456,7 +525,8 @@ static int is_collection(const char *path)
 int kube_get(struct kube_api *api, const char *path, cJSON **out, struct kube_result *res,
              char *err)
 {
-	struct verb v = {is_collection(path) ? "list" : "get", "GET", path, NULL, NULL, NULL, 0};
+	struct verb v = {
+	    is_collection(path) ? "list" : "get", "GET", path, NULL, NULL, NULL, 0, NULL};
 
 	return do_verb(api, &v, out, res, err);
 }
@@ -466,7 +536,7 @@ int kube_create(struct kube_api *api, const char *collection_path, const cJSON *
 {
 	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
 	const cJSON *name = cJSON_GetObjectItemCaseSensitive(meta, "name");
-	struct verb v = {"create", "POST", collection_path, NULL, CT_JSON, obj, 0};
+	struct verb v = {"create", "POST", collection_path, NULL, CT_JSON, obj, 0, NULL};
 
 	if (!cJSON_IsObject(obj))
 		return err_set(err, "create: the object must be a JSON object");
@@ -480,17 +550,33 @@ int kube_create(struct kube_api *api, const char *collection_path, const cJSON *
 int kube_update(struct kube_api *api, const char *path, const cJSON *obj, cJSON **out,
                 struct kube_result *res, char *err)
 {
-	struct verb v = {"update", "PUT", path, NULL, CT_JSON, obj, 0};
+	struct verb v = {"update", "PUT", path, NULL, CT_JSON, obj, 0, NULL};
 
 	if (!cJSON_IsObject(obj))
 		return err_set(err, "update: the object must be a JSON object");
 	return do_verb(api, &v, out, res, err);
 }
 
+int kube_send(struct kube_api *api, const char *method, const char *path, const cJSON *obj,
+              const struct kube_opts *opts, cJSON **out, struct kube_result *res, char *err)
+{
+	struct verb v = {"request", method, path, NULL, obj ? CT_JSON : NULL, obj, 0, opts};
+
+	if (strcmp(method, "GET") == 0)
+		v.name = "get";
+	else if (strcmp(method, "POST") == 0)
+		v.name = "create";
+	else if (strcmp(method, "PUT") == 0)
+		v.name = "update";
+	if (obj != NULL && !cJSON_IsObject(obj))
+		return err_set(err, "%s: the object must be a JSON object", v.name);
+	return do_verb(api, &v, out, res, err);
+}
+
 int kube_merge_patch(struct kube_api *api, const char *path, const cJSON *patch, cJSON **out,
                      struct kube_result *res, char *err)
 {
-	struct verb v = {"patch", "PATCH", path, NULL, CT_MERGE_PATCH, patch, 0};
+	struct verb v = {"patch", "PATCH", path, NULL, CT_MERGE_PATCH, patch, 0, NULL};
 
 	if (!cJSON_IsObject(patch))
 		return err_set(err, "merge patch: the patch must be a JSON object");
@@ -500,7 +586,7 @@ int kube_merge_patch(struct kube_api *api, const char *path, const cJSON *patch,
 int kube_json_patch(struct kube_api *api, const char *path, const cJSON *patch, cJSON **out,
                     struct kube_result *res, char *err)
 {
-	struct verb v = {"patch", "PATCH", path, NULL, CT_JSON_PATCH, patch, 0};
+	struct verb v = {"patch", "PATCH", path, NULL, CT_JSON_PATCH, patch, 0, NULL};
 
 	if (!cJSON_IsArray(patch))
 		return err_set(err, "json patch: the patch must be an array of operations");
@@ -510,7 +596,7 @@ int kube_json_patch(struct kube_api *api, const char *path, const cJSON *patch, 
 int kube_delete(struct kube_api *api, const char *path, const char *uid, const char *propagation,
                 int grace_s, int missing_ok, struct kube_result *res, char *err)
 {
-	struct verb v = {"delete", "DELETE", path, NULL, CT_JSON, NULL, missing_ok};
+	struct verb v = {"delete", "DELETE", path, NULL, CT_JSON, NULL, missing_ok, NULL};
 	cJSON *opts = cJSON_CreateObject();
 	int rc;
 

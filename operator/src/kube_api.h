@@ -39,6 +39,8 @@ struct kube_req {
 	const char *body;
 	size_t body_len;
 	int timeout_ms; /* the whole round trip; 0: KUBE_DEFAULT_TIMEOUT_MS */
+	int once;       /* one attempt, no retry (the leader election retries itself) */
+	int unguarded;  /* a write the write guard lets through (the Lease's own) */
 };
 
 #define KUBE_DEFAULT_TIMEOUT_MS 30000
@@ -57,6 +59,14 @@ struct kube_resp {
 };
 
 void kube_resp_release(struct kube_resp *r);
+
+/* Fills reason, message and (when no header gave one: retry_after_s < 0)
+ * retry_after_s from the body of resp, as kube_api_request() does for
+ * every response that is not 2xx. A body that is no Status (a proxy's HTML
+ * page, plain text) leaves reason "" and puts the start of the body, as
+ * one printable line, into message. Never fails: the body is the server's,
+ * and any bytes may come. Public for operator/fuzz/fuzz_api_objects.c. */
+void kube_resp_parse_status(struct kube_resp *resp);
 
 /* A watch's bytes, as they arrive; return 0 to go on, -1 to stop. */
 typedef int (*kube_stream_fn)(const char *data, size_t len, void *ctx);
@@ -82,13 +92,41 @@ struct kube_api_ops {
 	/* Makes every stream and round trip in progress end soon (shutdown). */
 	void (*stop)(struct kube_api *api);
 	void (*release)(struct kube_api *api);
+	/* Takes requests again after a stop (may be NULL: nothing to undo). */
+	void (*resume)(struct kube_api *api);
 };
 
-/* Counters of the requests made, by verb and status class, for logs and
- * (later) metrics. Updated atomically. */
+/* The methods requests are counted by; WATCH is a streaming GET. */
+enum kube_method {
+	KUBE_GET,
+	KUBE_POST,
+	KUBE_PUT,
+	KUBE_PATCH,
+	KUBE_DELETE,
+	KUBE_WATCH,
+	KUBE_OTHER,
+	KUBE_METHODS
+};
+
+/* Status codes are counted exactly from 0 (no response) to 599. */
+#define KUBE_CODES 600
+
+/* Counters of the requests made (every attempt, retries included), for
+ * logs and metrics. Updated atomically. */
 struct kube_api_stats {
 	unsigned long requests, retries, errors_4xx, errors_5xx, transport_errors;
+	unsigned long refused_by_guard; /* writes the write guard stopped */
+	unsigned long by_code[KUBE_METHODS][KUBE_CODES];
 };
+
+/* "GET", ..., "WATCH", "OTHER". */
+const char *kube_method_name(enum kube_method m);
+
+/* Decides whether a write may go out now: returns 1 to send it, 0 to
+ * refuse it (the caller's call then fails with err saying so, and nothing
+ * is sent). Called before every attempt of every request that is not a
+ * GET and not marked unguarded, from any thread. */
+typedef int (*kube_write_guard_fn)(void *ctx);
 
 struct kube_api {
 	const struct kube_api_ops *ops;
@@ -98,6 +136,10 @@ struct kube_api {
 	int backoff_max_ms;          /* 0: KUBE_BACKOFF_MAX_MS */
 	struct kube_api_stats stats; /* see above */
 	volatile int stopping;       /* set by kube_api_stop: retries give up */
+	/* The leader election's fence: set before the client is shared among
+	 * threads, NULL for none. */
+	kube_write_guard_fn write_guard;
+	void *write_guard_ctx;
 };
 
 #define KUBE_RETRY_DEADLINE_MS 60000
@@ -109,6 +151,10 @@ struct kube_api {
 /* Ends streams and retries in progress, so that threads blocked in the
  * client return soon (SIGTERM). */
 void kube_api_stop(struct kube_api *api);
+
+/* Undoes kube_api_stop, once every thread that was using the client has
+ * returned: the operator stops everything, then releases its Lease. */
+void kube_api_resume(struct kube_api *api);
 
 /* Releases the backend; accepts NULL and a zeroed struct. */
 void kube_api_release(struct kube_api *api);
@@ -123,6 +169,11 @@ void kube_api_release(struct kube_api *api);
  * stopping. err names the method and path. */
 int kube_api_request(struct kube_api *api, const struct kube_req *req, struct kube_resp *resp,
                      char *err);
+
+/* A watch: the backend's stream (see struct kube_api_ops), counted in
+ * stats as WATCH with its status. */
+int kube_api_watch(struct kube_api *api, const char *path, int idle_ms, kube_stream_fn fn,
+                   void *ctx, long *status, char **resp_body, char *err);
 
 /* --- Typed verbs over cJSON ---
  * Each returns 0 on a 2xx, with *out (when out is not NULL) a tree the
@@ -156,6 +207,19 @@ int kube_json_patch(struct kube_api *api, const char *path, const cJSON *patch, 
  * counts as success when missing_ok. */
 int kube_delete(struct kube_api *api, const char *path, const char *uid, const char *propagation,
                 int grace_s, int missing_ok, struct kube_result *res, char *err);
+
+/* What a call may change from the defaults above. */
+struct kube_opts {
+	int timeout_ms; /* the round trip; 0: KUBE_DEFAULT_TIMEOUT_MS */
+	int once;       /* see struct kube_req */
+	int unguarded;
+};
+
+/* A get (GET), create (POST) or update (PUT) of a JSON object, as the
+ * verbs above, with opts (the leader election's Lease calls: one short
+ * attempt, past the write guard). */
+int kube_send(struct kube_api *api, const char *method, const char *path, const cJSON *obj,
+              const struct kube_opts *opts, cJSON **out, struct kube_result *res, char *err);
 
 /* --- Paths ---
  * Write the path of a resource into out (KUBE_PATH_LEN): group "" for the

@@ -35,9 +35,11 @@
 /* The body of a watch that was refused (a Status). */
 #define CURL_ERROR_BODY_MAX (1u << 20)
 #define CONNECT_TIMEOUT_MS  10000
-/* The longest the transfer loop sleeps when nothing happens; stop and
- * idle wake it sooner. */
-#define POLL_MS            1000
+/* The longest the transfer loop sleeps when nothing happens: only a net,
+ * since data, libcurl's own timers, the idle deadline and stop
+ * (curl_multi_wakeup) all wake it sooner. An idle operator with five
+ * watches open must not wake on its own. */
+#define POLL_MS            60000
 #define KEEPALIVE_IDLE_S   30
 #define KEEPALIVE_INTVL_S  10
 #define RETRY_AFTER_MAX_S  3600
@@ -671,6 +673,14 @@ static void curl_stop(struct kube_api *api)
 	pthread_mutex_unlock(&b->threads_lock);
 }
 
+static void curl_resume(struct kube_api *api)
+{
+	struct curl_backend *b = api->impl;
+
+	if (b != NULL)
+		__atomic_store_n(&b->stopping, 0, __ATOMIC_RELEASE);
+}
+
 /* Every thread must be done with the client: their handles are freed
  * here, and a thread that exits later no longer touches them. */
 static void curl_release(struct kube_api *api)
@@ -696,7 +706,7 @@ static void curl_release(struct kube_api *api)
 }
 
 static const struct kube_api_ops curl_ops = {
-    "curl", curl_round_trip, curl_stream, curl_stop, curl_release,
+    "curl", curl_round_trip, curl_stream, curl_stop, curl_release, curl_resume,
 };
 
 /* The server URL, checked and without a trailing '/'. */

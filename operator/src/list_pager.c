@@ -137,6 +137,8 @@ static int take_page(struct informer *inf, const char *body, size_t len, struct 
 
 			fill_kind(obj, string_member(root, "kind"),
 			          string_member(root, "apiVersion"));
+			if (inf->cfg.transform)
+				inf->cfg.transform(obj);
 			/* The last of two items with one name wins, as in a watch. */
 			cJSON_Delete(strmap_put(into, key, obj));
 		}

@@ -7,14 +7,17 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "controller.h"
 #include "err.h"
+#include "http_endpoints.h"
 #include "kube_api.h"
 #include "kube_curl.h"
 #include "kubeconfig.h"
+#include "leader.h"
 #include "log.h"
 
 /* How long the caches may take to fill at start before the operator gives
@@ -64,31 +67,123 @@ static void *wait_signal(void *arg)
 	return NULL;
 }
 
-static int run(const struct operator_cli *cli, struct kube_api *api, struct stopper *s, char *err)
+/* Waits for SIGTERM or SIGINT. */
+static void wait_for_signal(struct stopper *s)
+{
+	pthread_mutex_lock(&s->lock);
+	while (!s->signal)
+		pthread_cond_wait(&s->cond, &s->lock);
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void on_started_leading(void *ctx)
+{
+	controller_lead(ctx);
+}
+
+/* Fills lc from the command line and the kubeconfig: whether to elect a
+ * leader at all (on by default in-cluster), and the Lease's namespace
+ * (by default the pod's, or the context's). Returns 1 when on, 0 when
+ * off, -1 with a message. */
+static int leader_setup(struct leader_config *lc, const struct operator_cli *cli,
+                        const struct kube_config *kc, const char *identity, struct controller *c,
+                        char *err)
+{
+	int on = cli->leader_elect >= 0 ? cli->leader_elect : strcmp(kc->source, "in-cluster") == 0;
+
+	if (!on)
+		return 0;
+	*lc = (struct leader_config){
+	    .namespace = cli->leader_namespace[0] ? cli->leader_namespace : kc->namespace,
+	    .name = cli->leader_id,
+	    .identity = identity,
+	    .lease_ms = (int)cli->lease_ms,
+	    .renew_ms = (int)cli->renew_ms,
+	    .retry_ms = (int)cli->retry_ms,
+	    .on_started = on_started_leading,
+	    .ctx = c,
+	};
+	if (leader_config_check(lc, err) < 0)
+		return -1;
+	return 1;
+}
+
+static int run(const struct operator_cli *cli, const struct kube_config *kc, struct kube_api *api,
+               struct stopper *s, char *err)
 {
 	static struct controller c;
+	static struct leader l;
+	static struct http_endpoints h;
+	static char identity[LEADER_IDENTITY_LEN];
 	char host[256] = "mwj-operator";
+	struct leader_config lc;
 	struct controller_config cfg = {
 	    .namespace = cli->namespace,
 	    .workers = cli->workers,
 	    .instance = host,
 	    .resync_s = cli->resync_s,
 	};
+	struct operator_metrics m = {
+	    .controller = &c,
+	    .api = api,
+	    .version = OPERATOR_VERSION,
+	    .start_time_s = (double)time(NULL),
+	};
+	int electing, rc = 0;
 
 	if (gethostname(host, sizeof(host)) < 0 || !host[0])
 		snprintf(host, sizeof(host), "mwj-operator");
 	host[sizeof(host) - 1] = '\0';
-	if (controller_start(&c, api, &cfg, SYNC_TIMEOUT_MS, err) < 0)
-		return s->signal ? 0 : -1;
-	pthread_mutex_lock(&s->lock);
-	while (!s->signal)
-		pthread_cond_wait(&s->cond, &s->lock);
-	pthread_mutex_unlock(&s->lock);
-	log_info("%s: stopping: letting reconciles in progress finish", strsignal(s->signal));
+	leader_identity(identity);
+	electing = leader_setup(&lc, cli, kc, identity, &c, err);
+	if (electing < 0)
+		return -1;
+	if (electing) {
+		cfg.active = leader_active;
+		cfg.active_ctx = &l;
+		leader_init(&l, api, &lc);
+		/* Before any thread shares the client: no write leaves this
+		 * replica unless it leads. */
+		api->write_guard = leader_active;
+		api->write_guard_ctx = &l;
+		m.leader = &l;
+	}
+	if (controller_init(&c, api, &cfg, err) < 0)
+		return -1;
+	if (http_endpoints_start(&h, &m, cli->metrics_addr, cli->health_addr, err) < 0) {
+		controller_stop(&c);
+		return -1;
+	}
+	/* The caches fill first: a leader must never act on empty ones. */
+	if (controller_start(&c, SYNC_TIMEOUT_MS, err) < 0)
+		rc = s->signal ? 0 : -1;
+	else if (electing && leader_start(&l, err) < 0)
+		rc = -1;
+	if (rc == 0 && !s->signal && !electing)
+		log_info("leader election off: this replica reconciles (run one replica only)");
+	if (rc == 0)
+		wait_for_signal(s);
+	if (s->signal)
+		log_info("%s: stopping", strsignal(s->signal));
+	if (electing)
+		leader_stop(&l); /* no write from here on */
+	kube_api_stop(api);
 	controller_stop(&c);
+	if (electing && l.leading) {
+		char rerr[ERR_LEN];
+
+		/* Everything else has stopped: the Lease goes now, so that a
+		 * standby takes over at its next try. */
+		kube_api_resume(api);
+		if (leader_release(&l, rerr) < 0)
+			log_warn("%s: a standby takes over when the Lease expires", rerr);
+	}
+	http_endpoints_stop(&h);
+	if (electing)
+		leader_destroy(&l);
 	log_info("stopped after %lu reconciles (%lu failed): %lu pods created, %lu deleted",
-	         c.reconciles, c.reconcile_errors, c.pods_created, c.pods_deleted);
-	return 0;
+	         c.reconciles, c.reconcile_errors, c.counts.pods_created, c.counts.pods_deleted);
+	return rc;
 }
 
 int main(int argc, char **argv)
@@ -140,7 +235,7 @@ int main(int argc, char **argv)
 	rc = pthread_create(&signal_thread, NULL, wait_signal, &s);
 	if (rc != 0)
 		die("pthread_create: %s", strerror(rc));
-	rc = run(&cli, &api, &s, err);
+	rc = run(&cli, &kc, &api, &s, err);
 	if (rc < 0)
 		log_error("%s", err);
 	if (!s.signal)

@@ -16,6 +16,7 @@
 
 struct workqueue_item {
 	struct workqueue_item *next;
+	long long added_ms; /* when it entered the queue (timers_now_ms) */
 	char key[];
 };
 
@@ -57,6 +58,7 @@ static void push_locked(struct workqueue *q, const char *key)
 
 	memcpy(it->key, key, n);
 	it->next = NULL;
+	it->added_ms = timers_now_ms();
 	if (q->tail != NULL)
 		q->tail->next = it;
 	else
@@ -185,7 +187,8 @@ int workqueue_get(struct workqueue *q, char *out)
 	if (q->head == NULL)
 		q->tail = NULL;
 	strmap_remove(&q->queued, it->key);
-	strmap_put(&q->processing, it->key, NULL);
+	/* NOLINTNEXTLINE(performance-no-int-to-ptr): a time, never dereferenced */
+	strmap_put(&q->processing, it->key, (void *)(uintptr_t)timers_now_ms());
 	pthread_mutex_unlock(&q->lock);
 	/* key_fits let in only keys shorter than out. */
 	memcpy(out, it->key, strlen(it->key) + 1);
@@ -213,6 +216,24 @@ size_t workqueue_len(struct workqueue *q)
 	n = q->queued.len;
 	pthread_mutex_unlock(&q->lock);
 	return n;
+}
+
+void workqueue_ages(struct workqueue *q, long long *oldest_wait_ms, long long *longest_held_ms)
+{
+	long long now = timers_now_ms(), held = 0;
+	struct strmap_slot *slot;
+	size_t i = 0;
+
+	pthread_mutex_lock(&q->lock);
+	*oldest_wait_ms = q->head != NULL ? now - q->head->added_ms : 0;
+	while ((slot = strmap_next(&q->processing, &i)) != NULL) {
+		long long since = (long long)(uintptr_t)slot->value;
+
+		if (now - since > held)
+			held = now - since;
+	}
+	*longest_held_ms = held;
+	pthread_mutex_unlock(&q->lock);
 }
 
 void workqueue_shutdown(struct workqueue *q)

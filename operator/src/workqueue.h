@@ -72,6 +72,11 @@ void workqueue_done(struct workqueue *q, const char *key);
 /* How many keys wait, for logs and metrics. */
 size_t workqueue_len(struct workqueue *q);
 
+/* How long the key at the head of the queue has waited, and how long the
+ * longest-held key has been with its worker (0 when none), in ms, for
+ * metrics and /healthz (a reconcile that never ends). */
+void workqueue_ages(struct workqueue *q, long long *oldest_wait_ms, long long *longest_held_ms);
+
 /* Wakes every worker: get returns 0 from now on. */
 void workqueue_shutdown(struct workqueue *q);
 

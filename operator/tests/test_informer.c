@@ -721,6 +721,39 @@ static void test_watch_events_update_the_cache_and_call_the_handler(void **state
 	assert_cached(&e->inf, "c", "11");
 }
 
+/* A transform that marks what it saw and drops the labels. */
+static void drop_labels(cJSON *obj)
+{
+	cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+
+	cJSON_DeleteItemFromObjectCaseSensitive(meta, "labels");
+	cJSON_AddTrueToObject(obj, "transformed");
+}
+
+static int transformed(struct informer *inf, const char *name)
+{
+	cJSON *obj = informer_get(inf, "ns", name);
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	int yes = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(obj, "transformed")) &&
+	          cJSON_GetObjectItemCaseSensitive(meta, "labels") == NULL;
+
+	cJSON_Delete(obj);
+	return yes;
+}
+
+static void test_the_transform_shapes_listed_and_watched_objects(void **state)
+{
+	struct env *e = *state;
+
+	e->cfg.transform = drop_labels;
+	start_synced(e);
+	assert_true(transformed(&e->inf, "a"));
+	assert_true(transformed(&e->inf, "b"));
+	script_watch(&e->fake, event("ADDED", "c", "11"));
+	wait_calls(&e->calls, 3);
+	assert_true(transformed(&e->inf, "c"));
+}
+
 static void test_a_watch_that_ends_resumes_from_the_last_version(void **state)
 {
 	struct env *e = *state;
@@ -1038,6 +1071,7 @@ int main(void)
 	    T(test_items_without_a_name_are_skipped),
 	    T(test_a_namespaced_resource_of_a_group_has_its_own_paths),
 	    T(test_wait_synced_times_out_before_the_first_list),
+	    T(test_the_transform_shapes_listed_and_watched_objects),
 	    T(test_watch_events_update_the_cache_and_call_the_handler),
 	    T(test_a_watch_that_ends_resumes_from_the_last_version),
 	    T(test_a_bookmark_advances_the_version_without_calling_the_handler),

@@ -122,8 +122,8 @@ static void fake_release(struct kube_api *api)
 	api->impl = NULL;
 }
 
-static const struct kube_api_ops fake_ops = {"fake", fake_round_trip, NULL, fake_stop,
-                                             fake_release};
+static const struct kube_api_ops fake_ops = {
+    .name = "fake", .round_trip = fake_round_trip, .stop = fake_stop, .release = fake_release};
 
 /* A client over a fake with the given script, retrying for deadline_ms
  * with back-off steps of a few milliseconds. */
@@ -149,7 +149,7 @@ static struct fake *fake_of(struct kube_api *api)
 	return api->impl;
 }
 
-static const struct kube_req GET_POD = {"GET", "/api/v1/namespaces/ns/pods/x", NULL, NULL, 0, 0};
+static const struct kube_req GET_POD = {.method = "GET", .path = "/api/v1/namespaces/ns/pods/x"};
 
 #define STATUS_429                                                                                 \
 	"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":\"too "     \
@@ -194,6 +194,36 @@ static void test_429_with_retry_after_waits_that_long_then_succeeds(void **state
 	assert_int_equal(api.stats.retries, 1);
 	assert_int_equal(api.stats.errors_4xx, 1);
 	kube_resp_release(&resp);
+	kube_api_release(&api);
+}
+
+static void test_once_sends_one_attempt_and_codes_are_counted_by_method(void **state)
+{
+	const struct scripted script[] = {
+	    {503, "", -1, NULL}, {0, NULL, -1, "refused"}, {200, POD_X, -1, NULL}};
+	struct kube_req once = GET_POD;
+	struct kube_api api;
+	struct kube_resp resp;
+	char err[ERR_LEN];
+
+	(void)state;
+	once.once = 1;
+	fake_init(&api, script, 3, 30000);
+	/* A 503 comes back as the answer, not retried. */
+	assert_int_equal(kube_api_request(&api, &once, &resp, err), 0);
+	assert_int_equal(resp.status, 503);
+	kube_resp_release(&resp);
+	/* No answer: an error at once. */
+	assert_int_equal(kube_api_request(&api, &once, &resp, err), -1);
+	assert_non_null(strstr(err, "refused"));
+	assert_int_equal(kube_api_request(&api, &once, &resp, err), 0);
+	kube_resp_release(&resp);
+	assert_int_equal(fake_of(&api)->nseen, 3);
+	assert_int_equal(api.stats.retries, 0);
+	assert_int_equal(api.stats.by_code[KUBE_GET][503], 1);
+	assert_int_equal(api.stats.by_code[KUBE_GET][0], 1);
+	assert_int_equal(api.stats.by_code[KUBE_GET][200], 1);
+	assert_string_equal(kube_method_name(KUBE_WATCH), "WATCH");
 	kube_api_release(&api);
 }
 
@@ -820,6 +850,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_429_with_retry_after_waits_that_long_then_succeeds),
 	    cmocka_unit_test(test_retry_after_past_the_deadline_returns_the_429_at_once),
+	    cmocka_unit_test(test_once_sends_one_attempt_and_codes_are_counted_by_method),
 	    cmocka_unit_test(test_status_retry_after_seconds_counts_when_no_header_came),
 	    cmocka_unit_test(test_503_then_200_is_retried),
 	    cmocka_unit_test(test_transport_errors_then_success),

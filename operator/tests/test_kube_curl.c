@@ -277,7 +277,7 @@ static void test_a_rotated_token_file_is_used_for_the_next_request(void **state)
 
 static void test_a_body_over_the_cap_is_refused(void **state)
 {
-	const struct kube_req req = {"GET", "/api/v1/pods", NULL, NULL, 0, 5000};
+	const struct kube_req req = {.method = "GET", .path = "/api/v1/pods", .timeout_ms = 5000};
 	struct kube_resp resp;
 	struct env e;
 	char err[ERR_LEN];
@@ -297,7 +297,7 @@ static void test_a_body_over_the_cap_is_refused(void **state)
 
 static void test_a_refused_connection_is_a_transport_error(void **state)
 {
-	const struct kube_req req = {"GET", "/api/v1/namespaces/ns/pods/a", NULL, NULL, 0, 0};
+	const struct kube_req req = {.method = "GET", .path = "/api/v1/namespaces/ns/pods/a"};
 	struct kube_resp resp;
 	struct env e;
 	char err[ERR_LEN];

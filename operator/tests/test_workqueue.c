@@ -102,6 +102,37 @@ static void test_a_key_added_many_times_is_processed_once(void **state)
 	workqueue_release(&q);
 }
 
+static void test_ages_say_how_long_the_head_waited_and_a_key_is_held(void **state)
+{
+	struct workqueue q;
+	char key[WORKQUEUE_KEY_LEN];
+	long long wait_ms = -1, held_ms = -1;
+
+	(void)state;
+	init(&q, 0, 0);
+	workqueue_ages(&q, &wait_ms, &held_ms);
+	assert_int_equal(wait_ms, 0); /* empty, and no worker holds a key */
+	assert_int_equal(held_ms, 0);
+	workqueue_add(&q, "ns/a");
+	workqueue_add(&q, "ns/b");
+	usleep(30000);
+	workqueue_ages(&q, &wait_ms, &held_ms);
+	assert_true(wait_ms >= 30);
+	assert_int_equal(held_ms, 0);
+	assert_int_equal(workqueue_get(&q, key), 1);
+	usleep(30000);
+	workqueue_ages(&q, &wait_ms, &held_ms);
+	assert_true(wait_ms >= 60); /* ns/b, queued with ns/a */
+	assert_true(held_ms >= 30); /* ns/a, with its worker */
+	workqueue_done(&q, key);
+	assert_int_equal(workqueue_get(&q, key), 1);
+	workqueue_done(&q, key);
+	workqueue_ages(&q, &wait_ms, &held_ms);
+	assert_int_equal(wait_ms, 0);
+	assert_int_equal(held_ms, 0);
+	workqueue_release(&q);
+}
+
 static void test_a_key_added_while_processed_comes_back_after_done(void **state)
 {
 	struct workqueue q;
@@ -390,6 +421,7 @@ int main(void)
 	    cmocka_unit_test(test_a_key_added_many_times_is_processed_once),
 	    cmocka_unit_test(test_a_key_added_while_processed_comes_back_after_done),
 	    cmocka_unit_test(test_two_workers_never_hold_one_key),
+	    cmocka_unit_test(test_ages_say_how_long_the_head_waited_and_a_key_is_held),
 	    cmocka_unit_test(test_backoff_doubles_to_the_cap_and_forget_resets_it),
 	    cmocka_unit_test(test_a_failed_key_comes_back_after_its_backoff),
 	    cmocka_unit_test(test_add_after_delivers_after_the_delay),

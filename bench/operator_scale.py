@@ -1,0 +1,254 @@
+#!/usr/bin/python3
+"""mwj-operator at scale, against the local test cluster (e2e/cluster):
+100 MultiWorkerJobs of 4 workers whose container is `sleep` (so that 400
+pods fit on one machine), applied at once. Prints JSON lines:
+
+  idle        the operator's RSS and CPU use with no jobs (10 s)
+  apply       from `kubectl create` of the 100 jobs to the 400th pod created:
+              seconds, the operator's CPU seconds and API requests for it,
+              and the local cluster's CPU seconds for the same work
+  loaded      RSS and idle CPU with 100 jobs and 400 pods cached
+  preemption  50 worker pods preempted one after another: from the
+              operator receiving the deletion event (its "pod X is gone"
+              line) to the replacement's create call answered ("created pod
+              X"), median and max in ms
+  restart     the operator stopped (SIGTERM) and started again while the
+              jobs run: seconds to /readyz 200 and to a full resync (every
+              job reconciled, queue empty), and pods created by the new
+              process (0: no duplicate)
+
+The operator's figures come from its own /metrics (read with Prometheus'
+parser) and /proc; the cluster's CPU from /proc of its processes.
+"""
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from datetime import datetime
+
+from prometheus_client.parser import text_string_to_metric_families
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+BIN_DIR = os.environ.get("MWJ_BIN_DIR", os.path.join(ROOT, "build", "bin"))
+JOBS, WORKERS, PREEMPTIONS = 100, 4, 50
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def emit(**kv):
+    print(json.dumps({"bench": "operator_scale", **kv}), flush=True)
+
+
+def kubectl(*args, stdin=None):
+    return subprocess.run(["kubectl", *args], input=stdin, check=True, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE).stdout
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def rss_bytes(pid):
+    with open(f"/proc/{pid}/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGESIZE")
+
+
+def wait_for(what, fn, timeout=600, every=0.1):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = fn()
+        if v:
+            return v
+        time.sleep(every)
+    raise TimeoutError(f"timed out waiting for {what}")
+
+
+class Operator:
+    def __init__(self, state, log_name):
+        self.log = os.path.join(state, log_name)
+        with open(self.log, "w") as out:
+            self.proc = subprocess.Popen(
+                [os.path.join(BIN_DIR, "mwj-operator"), "--metrics-addr", "127.0.0.1:0",
+                 "--health-addr", "127.0.0.1:0"], stdout=out, stderr=subprocess.STDOUT)
+        self.metrics_port = wait_for("the metrics port", lambda: self._port("/metrics"))
+        self.health_port = wait_for("the health port", lambda: self._port("/healthz"))
+
+    def _port(self, what):
+        with open(self.log) as f:
+            m = re.search(rf"serving {what}[^0-9]* port (\d+)", f.read())
+        return m and int(m.group(1))
+
+    def ready(self):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/readyz", timeout=5):
+                return True
+        except OSError:
+            return False
+
+    def metrics(self):
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics",
+                                    timeout=10) as r:
+            text = r.read().decode()
+        out = {}
+        for family in text_string_to_metric_families(text):
+            for s in family.samples:
+                out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+        return out
+
+    def value(self, name, **labels):
+        return self.metrics().get((name, tuple(sorted(labels.items()))), 0)
+
+    def api_requests(self):
+        return sum(v for (n, _), v in self.metrics().items()
+                   if n == "mwj_operator_api_requests_total")
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=60)
+
+
+def cluster_pids(state):
+    pids = []
+    for name in ("apiserver.pid", "nginx.pid"):
+        try:
+            with open(os.path.join(state, name)) as f:
+                pids.append(int(f.read().split()[0]))
+        except (OSError, ValueError):
+            pass
+    return pids
+
+
+def cluster_cpu(state):
+    total = 0.0
+    for pid in cluster_pids(state):
+        try:
+            total += cpu_seconds(pid)
+            # nginx's workers and the node's helpers are children.
+            for child in open(f"/proc/{pid}/task/{pid}/children").read().split():
+                total += cpu_seconds(int(child))
+        except OSError:
+            pass
+    return total
+
+
+def jobs_yaml():
+    docs = []
+    for i in range(JOBS):
+        docs.append(f"""apiVersion: training.mwj.io/v1
+kind: MultiWorkerJob
+metadata: {{name: s{i}}}
+spec:
+  workers: {WORKERS}
+  template:
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - {{name: worker, image: 'busybox:1.36', command: [sh, -c, 'sleep 3600']}}
+""")
+    return "---\n".join(docs)
+
+
+def log_times(path, pattern):
+    """Time stamps (s) of the log lines matching pattern, by its group 1."""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            m = re.search(pattern, line)
+            if m:
+                ts = datetime.strptime(line.split()[0], "%Y-%m-%dT%H:%M:%S.%fZ")
+                out.setdefault(m.group(1), ts.timestamp())
+    return out
+
+
+def main():
+    state = tempfile.mkdtemp(prefix="mwj-scale-")
+    subprocess.run([os.path.join(ROOT, "e2e", "cluster", "up.sh"), state], check=True,
+                   stdout=subprocess.DEVNULL)
+    os.environ["KUBECONFIG"] = os.path.join(state, "kubeconfig")
+    op = None
+    try:
+        kubectl("apply", "-f", os.path.join(ROOT, "crds"))
+        wait_for("the CRD", lambda: kubectl(
+            "get", "crd", "multiworkerjobs.training.mwj.io", "-o",
+            "jsonpath={.status.conditions[?(@.type==\"Established\")].status}") == "True")
+        op = Operator(state, "operator.log")
+        wait_for("readiness", op.ready)
+        time.sleep(2)
+        c0 = cpu_seconds(op.proc.pid)
+        time.sleep(10)
+        emit(phase="idle", jobs=0, rss_mb=round(rss_bytes(op.proc.pid) / 2**20, 2),
+             cpu_ms_per_s=round((cpu_seconds(op.proc.pid) - c0) * 100, 3))
+
+        c0, k0, r0 = cpu_seconds(op.proc.pid), cluster_cpu(state), op.api_requests()
+        t0 = time.monotonic()
+        kubectl("create", "-f", "-", stdin=jobs_yaml())
+        t_apply = time.monotonic() - t0
+        wait_for("400 pods", lambda: op.value("mwj_operator_pods_created_total") >=
+                 JOBS * WORKERS, every=0.2)
+        t_all = time.monotonic() - t0
+        op_cpu, k_cpu = cpu_seconds(op.proc.pid) - c0, cluster_cpu(state) - k0
+        emit(phase="apply", jobs=JOBS, pods=JOBS * WORKERS, kubectl_create_s=round(t_apply, 2),
+             all_pods_created_s=round(t_all, 2), operator_cpu_s=round(op_cpu, 3),
+             operator_api_requests=int(op.api_requests() - r0),
+             cluster_cpu_s=round(k_cpu, 2),
+             operator_cpu_share=round(op_cpu / (op_cpu + k_cpu), 4))
+
+        time.sleep(5)
+        c0 = cpu_seconds(op.proc.pid)
+        time.sleep(10)
+        emit(phase="loaded", jobs=JOBS, pods_cached=int(op.value(
+            "mwj_operator_cached_objects", resource="pods")),
+             rss_mb=round(rss_bytes(op.proc.pid) / 2**20, 2),
+             cpu_ms_per_s=round((cpu_seconds(op.proc.pid) - c0) * 100, 3))
+
+        fault = os.path.join(ROOT, "e2e", "cluster", "fault.sh")
+        # The local node starts pods far slower than the operator creates
+        # them: only the pods to be preempted need to be running.
+        targets = [f"s{i}-worker-1" for i in range(PREEMPTIONS)]
+        wait_for("the pods to preempt to run", lambda: kubectl(
+            "get", "pods", *targets, "-o", "jsonpath={.items[*].status.phase}").split().count(
+                "Running") == PREEMPTIONS, timeout=1800, every=2)
+        for pod in targets:
+            subprocess.run([fault, "-d", state, "preempt", pod, "--grace", "0"], check=True,
+                           stdout=subprocess.DEVNULL)
+            wait_for(f"{pod} again", lambda p=pod: kubectl(
+                "get", "pod", p, "--ignore-not-found", "-o",
+                "jsonpath={.metadata.annotations.training\\.mwj\\.io/restart-attempt}") == "1",
+                timeout=60)
+        gone = log_times(op.log, r"pod (s\d+-worker-1) is gone")
+        made = log_times(op.log, r"created pod (s\d+-worker-1) \(attempt 1\)")
+        ms = [(made[p] - gone[p]) * 1000 for p in gone if p in made]
+        emit(phase="preemption", preemptions=len(ms),
+             event_to_create_ms_median=round(statistics.median(ms), 1),
+             event_to_create_ms_max=round(max(ms), 1))
+
+        assert op.stop() == 0
+        created_before = kubectl("get", "pods", "-o", "name").count("\n")
+        t0 = time.monotonic()
+        op = Operator(state, "operator-2.log")
+        wait_for("readiness", op.ready)
+        t_ready = time.monotonic() - t0
+        wait_for("the resync", lambda: op.value("mwj_operator_reconcile_total") >= JOBS and
+                 op.value("mwj_operator_workqueue_depth") == 0, every=0.05)
+        t_sync = time.monotonic() - t0
+        emit(phase="restart", ready_s=round(t_ready, 3), resynced_s=round(t_sync, 3),
+             pods_created_after_restart=int(op.value("mwj_operator_pods_created_total")),
+             pods=kubectl("get", "pods", "-o", "name").count("\n"), pods_before=created_before,
+             rss_mb=round(rss_bytes(op.proc.pid) / 2**20, 2))
+    finally:
+        if op is not None and op.proc.poll() is None:
+            op.proc.kill()
+        subprocess.run([os.path.join(ROOT, "e2e", "cluster", "down.sh"), state],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+/* http_endpoints.h - the operator's own HTTP endpoints, served by
+ * libmicrohttpd (one internal thread per listener, woken only by
+ * connections: an idle operator spends no CPU here):
+ *
+ *   --metrics-addr  GET /metrics  the Prometheus text (operator_metrics.h)
+ *   --health-addr   GET /healthz  200 while the process' loops turn: every
+ *                                 informer, the leader election, no
+ *                                 reconcile stuck; else 500 saying which
+ *                   GET /readyz   200 once every cache has its first list
+ *                                 (a standby is ready too); 503 before
+ *
+ * Addresses are "host:port", ":port" (every address), "[v6]:port", or "0"
+ * (that listener off). When both are the same, one listener serves all
+ * three paths. Port 0 picks a free port (one for each), which the log
+ * and metrics_port, health_port say.
+ */
+#ifndef MWJ_HTTP_ENDPOINTS_H
+#define MWJ_HTTP_ENDPOINTS_H
+
+#include "operator_metrics.h"
+
+struct MHD_Daemon;
+
+/* What one listener serves (SERVE_* bits in http_endpoints.c). */
+struct http_listener {
+	const struct operator_metrics *m;
+	int serves;
+};
+
+struct http_endpoints {
+	const struct operator_metrics *metrics;  /* what the endpoints read */
+	struct http_listener listeners[2];       /* metrics (and health when shared), health */
+	struct MHD_Daemon *metrics_d, *health_d; /* health_d NULL when shared or off */
+	int metrics_port, health_port;           /* bound ports; 0 when off */
+};
+
+/* Starts the listeners. Returns 0, or -1 with a message naming the
+ * address (bad syntax, in use, not permitted). */
+int http_endpoints_start(struct http_endpoints *h, const struct operator_metrics *m,
+                         const char *metrics_addr, const char *health_addr, char *err);
+
+/* Stops the listeners and waits for their threads. Accepts a zeroed h. */
+void http_endpoints_stop(struct http_endpoints *h);
+
+/* Checks an address as --metrics-addr and --health-addr take it. Returns
+ * 0, or -1 with a message. */
+int http_endpoints_check_addr(const char *addr, char *err);
+
+#endif
