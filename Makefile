@@ -5,7 +5,7 @@
 #   make test SAN=1 the same with ASan/UBSan, in build-san/
 #   make bench      throughput figures as JSON lines
 #   make demo       a short training run on Fashion-MNIST
-#   make fuzz       fuzz the handshake decoders with libFuzzer (clang)
+#   make fuzz       fuzz every parser of untrusted input with libFuzzer (clang)
 #   make lint       clang-format check and clang-tidy
 #   make clean
 
@@ -71,15 +71,27 @@ BENCHES += $(BIN)/mpi_allreduce
 endif
 WORKER_BIN := $(BIN)/mwj-worker
 OPERATOR_BIN := $(if $(wildcard operator/src/main.c),$(BIN)/mwj-operator)
-# Fuzz targets (worker/fuzz/fuzz_<name>.c): `make test` replays each one's
-# seed corpus (worker/fuzz/corpus/<name>) with this build's compiler and
-# sanitizers; `make fuzz` fuzzes them with clang's libFuzzer.
-FUZZ_NAMES := $(patsubst worker/fuzz/fuzz_%.c,%,$(wildcard worker/fuzz/fuzz_*.c))
+# Fuzz targets, one file each: worker/fuzz/fuzz_<name>.c and
+# operator/fuzz/fuzz_<name>.c, each with a seed corpus in
+# <folder>/corpus/<name> and, where it helps, a libFuzzer dictionary
+# <folder>/fuzz_<name>.dict. `make test` replays every corpus through
+# common/fuzz/replay.c with this build's compiler and sanitizers; `make fuzz`
+# fuzzes each target with clang's libFuzzer for FUZZ_SECONDS.
+FUZZ_SRC := $(wildcard worker/fuzz/fuzz_*.c operator/fuzz/fuzz_*.c)
+FUZZ_WORKER := $(patsubst worker/fuzz/fuzz_%.c,%,$(filter worker/%,$(FUZZ_SRC)))
+FUZZ_OPERATOR := $(patsubst operator/fuzz/fuzz_%.c,%,$(filter operator/%,$(FUZZ_SRC)))
+FUZZ_NAMES := $(FUZZ_WORKER) $(FUZZ_OPERATOR)
 FUZZ_REPLAYS := $(FUZZ_NAMES:%=$(BIN)/fuzz_%_replay)
 FUZZ_CC ?= clang
-FUZZ_SECONDS ?= 60
-FUZZ_FLAGS := -std=c17 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
-	-fno-sanitize-recover=undefined -Icommon -Iworker/src
+FUZZ_SECONDS ?= 10
+# An input that takes longer than this is reported, and fails `make fuzz`.
+FUZZ_TIMEOUT ?= 10
+# Sources are compiled once for all targets with coverage (fuzzer-no-link);
+# each target links libFuzzer's main.
+FUZZ_OBJ := $(BUILD)/fuzz/obj
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_CFLAGS := -std=c17 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(PKG_CFLAGS) \
+	$(OPERATOR_PKG_CFLAGS) -Icommon -Iworker/src -Ioperator/src -MMD -MP
 
 .PHONY: all test bench demo fuzz lint clean
 all: $(WORKER_BIN) $(OPERATOR_BIN)
@@ -120,26 +132,58 @@ $(BIN)/worker_%: $(OBJ)/worker/tests/%.o $(WORKER_TEST_UTIL) $(WORKER_LIB) $(COM
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) $^ $(LIBS) -lcmocka -o $@
 
-$(OBJ)/worker/fuzz/replay_%.o: worker/fuzz/replay.c
-	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -DFUZZ_CORPUS='"$(abspath worker/fuzz/corpus/$*)"' -c $< -o $@
+# What a target of folder $(1) (worker or operator; $(2) in capitals) is
+# built from: a replay links the folder's library, a libFuzzer build its
+# sources. The % is the static pattern rules' below, left for them.
+fuzz_replay_deps = $(OBJ)/$(1)/fuzz/fuzz_%.o $(OBJ)/fuzz/replay_%.o $(OBJ)/common/fuzz/harness.o \
+	$($(2)_LIB) $(COMMON_LIB)
+fuzz_deps = $(FUZZ_OBJ)/$(1)/fuzz/fuzz_%.o $(FUZZ_OBJ)/common/fuzz/harness.o \
+	$(patsubst %.c,$(FUZZ_OBJ)/%.o,$($(2)_SRC) $(COMMON_SRC))
 
-$(BIN)/fuzz_%_replay: $(OBJ)/worker/fuzz/fuzz_%.o $(OBJ)/worker/fuzz/replay_%.o $(WORKER_LIB) \
-		$(COMMON_LIB)
-	@mkdir -p $(@D)
-	$(CC) $(ALL_LDFLAGS) $^ $(LIBS) -o $@
+# Each folder's targets: where their corpora are, what they link with and
+# are built from. The recipes after this serve both folders.
+$(FUZZ_WORKER:%=$(OBJ)/fuzz/replay_%.o): FUZZ_DIR := worker/fuzz
+$(FUZZ_WORKER:%=$(BIN)/fuzz_%_replay) $(FUZZ_WORKER:%=$(BUILD)/fuzz/fuzz_%): FUZZ_LIBS := $(LIBS)
+$(FUZZ_WORKER:%=$(BIN)/fuzz_%_replay): $(BIN)/fuzz_%_replay: $(call fuzz_replay_deps,worker,WORKER)
+$(FUZZ_WORKER:%=$(BUILD)/fuzz/fuzz_%): $(BUILD)/fuzz/fuzz_%: $(call fuzz_deps,worker,WORKER)
 
-$(BUILD)/fuzz/fuzz_%: worker/fuzz/fuzz_%.c $(WORKER_SRC) $(COMMON_SRC)
-	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_FLAGS) $(PKG_CFLAGS) $< $(WORKER_SRC) $(COMMON_SRC) $(LIBS) -o $@
+$(FUZZ_OPERATOR:%=$(OBJ)/fuzz/replay_%.o): FUZZ_DIR := operator/fuzz
+$(FUZZ_OPERATOR:%=$(BIN)/fuzz_%_replay) $(FUZZ_OPERATOR:%=$(BUILD)/fuzz/fuzz_%): \
+	FUZZ_LIBS := $(OPERATOR_LIBS)
+$(FUZZ_OPERATOR:%=$(BIN)/fuzz_%_replay): $(BIN)/fuzz_%_replay: \
+	$(call fuzz_replay_deps,operator,OPERATOR)
+$(FUZZ_OPERATOR:%=$(BUILD)/fuzz/fuzz_%): $(BUILD)/fuzz/fuzz_%: $(call fuzz_deps,operator,OPERATOR)
 
-# Each target for FUZZ_SECONDS, its new inputs kept in build/fuzz/corpus-<name>.
+# The replay driver, compiled once per target with the folder of its corpus.
+$(OBJ)/fuzz/replay_%.o: common/fuzz/replay.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -DFUZZ_CORPUS='"$(abspath $(FUZZ_DIR)/corpus/$*)"' -c $< -o $@
+
+$(BIN)/fuzz_%_replay:
+	@mkdir -p $(@D)
+	$(CC) $(ALL_LDFLAGS) $^ $(FUZZ_LIBS) -o $@
+
+$(FUZZ_OBJ)/%.o: %.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+
+$(BUILD)/fuzz/fuzz_%:
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) $^ $(FUZZ_LIBS) -o $@
+
+# Each target for FUZZ_SECONDS, one after the other, with its dictionary
+# where it has one; new inputs are kept in build/fuzz/corpus-<name>, and a
+# crash (saved as build/fuzz/<name>-crash-*) stops the run and fails it.
 fuzz: $(FUZZ_NAMES:%=$(BUILD)/fuzz/fuzz_%)
-	@for name in $(FUZZ_NAMES); do \
+	@for src in $(FUZZ_SRC); do \
+		dir=$${src%/*}; name=$${src##*/fuzz_}; name=$${name%.c}; \
+		dict=$$dir/fuzz_$$name.dict; \
+		echo "== fuzz_$$name"; \
 		mkdir -p $(BUILD)/fuzz/corpus-$$name && \
 		$(BUILD)/fuzz/fuzz_$$name -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-			-artifact_prefix=$(BUILD)/fuzz/ \
-			$(BUILD)/fuzz/corpus-$$name worker/fuzz/corpus/$$name || exit 1; \
+			-timeout=$(FUZZ_TIMEOUT) $$(test -f $$dict && echo -dict=$$dict) \
+			-artifact_prefix=$(BUILD)/fuzz/$$name- \
+			$(BUILD)/fuzz/corpus-$$name $$dir/corpus/$$name || exit 1; \
 	done
 
 # The rendezvous benchmark brings strangers to the ports, as the tests do.

@@ -20,10 +20,9 @@
  * (worker/fuzz/corpus/handshake) through replay.c.
  */
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "fuzz/harness.h"
 #include "handshake.h"
 
 #define MODE_CONNECT     1
@@ -33,15 +32,6 @@
 #define MODE_OTHER_MODEL 16
 
 static const struct hello BASE = {HANDSHAKE_PROTOCOL, 2, 0, 11, 22, 42, 64, 0, 3, 0, 0.001, 0.0};
-
-/* Aborts, saying which check failed, for libFuzzer to report. */
-#define check(ok) ((ok) ? (void)0 : check_failed(#ok, __LINE__))
-
-static void check_failed(const char *what, int line)
-{
-	fprintf(stderr, "fuzz_handshake.c:%d: check failed: %s\n", line, what);
-	abort();
-}
 
 static void init_key(struct job_key *k)
 {
@@ -56,18 +46,18 @@ static void check_outcome(const struct handshake *h, int keyed)
 	size_t len;
 
 	if (handshake_io((struct handshake *)h, &buf, &len) != HANDSHAKE_DONE) {
-		check(h->status == HANDSHAKE_PENDING);
+		FUZZ_CHECK(h->status == HANDSHAKE_PENDING);
 		return;
 	}
-	check(h->status == HANDSHAKE_OK || h->status == HANDSHAKE_REFUSED ||
-	      h->status == HANDSHAKE_UNAUTHENTICATED || h->status == HANDSHAKE_BAD);
-	check(memchr(h->why, '\0', sizeof(h->why)) != NULL);
+	FUZZ_CHECK(h->status == HANDSHAKE_OK || h->status == HANDSHAKE_REFUSED ||
+	           h->status == HANDSHAKE_UNAUTHENTICATED || h->status == HANDSHAKE_BAD);
+	FUZZ_CHECK(memchr(h->why, '\0', sizeof(h->why)) != NULL);
 	if (h->status == HANDSHAKE_OK)
-		check(h->why[0] == '\0');
+		FUZZ_CHECK(h->why[0] == '\0');
 	if (keyed && (h->status == HANDSHAKE_OK || h->status == HANDSHAKE_REFUSED))
-		check(h->authenticated);
+		FUZZ_CHECK(h->authenticated);
 	if (!keyed)
-		check(!h->authenticated);
+		FUZZ_CHECK(!h->authenticated);
 }
 
 /* Mode A: data is everything the peer sends. */
@@ -138,8 +128,6 @@ static int mitm_peer(struct handshake *h, struct handshake *peer, const uint8_t 
 	return altered;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct handshake h, peer;
@@ -172,13 +160,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_outcome(&h, keyed);
 	check_outcome(&peer, (mode & MODE_PEER_KEYED) != 0);
 	if (keyed && altered)
-		check(h.status != HANDSHAKE_OK);
+		FUZZ_CHECK(h.status != HANDSHAKE_OK);
 	int same_key = keyed == ((mode & MODE_PEER_KEYED) != 0);
 	if (!altered && same_key && !(mode & MODE_OTHER_MODEL)) {
 		unsigned char *buf;
 		size_t len;
-		check(handshake_io(&h, &buf, &len) == HANDSHAKE_DONE);
-		check(h.status == HANDSHAKE_OK && peer.status == HANDSHAKE_OK);
+		FUZZ_CHECK(handshake_io(&h, &buf, &len) == HANDSHAKE_DONE);
+		FUZZ_CHECK(h.status == HANDSHAKE_OK && peer.status == HANDSHAKE_OK);
 	}
 	return 0;
 }

@@ -139,8 +139,11 @@ static size_t carve_acts(struct model *m, float *base)
 	return off;
 }
 
-struct model *model_new(const char *name, int in_h, int in_w, int in_c, int classes, int max_batch,
-                        char *err)
+/* The model name builds for such inputs, its layers planned and its size
+ * checked, but without buffers: a struct to free(), or NULL with a
+ * message. */
+static struct model *plan(const char *name, int in_h, int in_w, int in_c, int classes,
+                          int max_batch, char *err)
 {
 	const struct model_spec *spec = NULL;
 	struct model *m = NULL;
@@ -178,6 +181,29 @@ struct model *model_new(const char *name, int in_h, int in_w, int in_c, int clas
 		free(m);
 		return NULL;
 	}
+	return m;
+}
+
+int model_plan(const char *name, int in_h, int in_w, int in_c, int classes, int max_batch,
+               size_t *nparams, uint64_t *arch_hash, char *err)
+{
+	struct model *m = plan(name, in_h, in_w, in_c, classes, max_batch, err);
+
+	if (!m)
+		return -1;
+	*nparams = m->nparams;
+	*arch_hash = m->arch_hash;
+	free(m);
+	return 0;
+}
+
+struct model *model_new(const char *name, int in_h, int in_w, int in_c, int classes, int max_batch,
+                        char *err)
+{
+	struct model *m = plan(name, in_h, in_w, in_c, classes, max_batch, err);
+
+	if (!m)
+		return NULL;
 	m->params = tensor_alloc(m->nparams);
 	m->grads = tensor_alloc(m->nparams);
 	m->acts = tensor_alloc(m->nacts);

@@ -58,9 +58,16 @@ struct model {
  * zeroed. Returns a model the caller frees with model_free, or NULL with a
  * message in err for an unknown name, an input too small for the model, or
  * buffers larger than MODEL_MAX_BYTES.
+ * model_plan: what model_new would build, without allocating it: 0 with
+ * its parameter count and architecture hash, or -1 with the message
+ * model_new would give. For readers of a file that names a model, which
+ * check that the file holds its parameters before a hostile header makes
+ * them allocate gigabytes.
  * model_names: the valid names, for --help and error messages. */
 struct model *model_new(const char *name, int in_h, int in_w, int in_c, int classes, int max_batch,
                         char *err);
+int model_plan(const char *name, int in_h, int in_w, int in_c, int classes, int max_batch,
+               size_t *nparams, uint64_t *arch_hash, char *err);
 void model_free(struct model *m);
 const char *model_names(void);
 

@@ -90,14 +90,16 @@ int model_file_save(const char *dir, const struct model *m, const struct model_f
 }
 
 /* Checks the header against the model its name builds, and that the file
- * length agrees with num_params. */
+ * length agrees with num_params, before the model is built: a header of a
+ * few bytes may name a shape whose buffers take gigabytes. */
 static struct model *model_from_header(const cJSON *h, size_t params_bytes, int max_batch,
                                        char *err)
 {
 	const char *name, *hash, *format, *dtype;
 	const cJSON *input;
 	int64_t classes, nparams, dims[3];
-	struct model *m;
+	size_t built = 0;
+	uint64_t built_hash = 0;
 	char want[17];
 
 	if (json_get_string(h, "", "format", &format, err) < 0 ||
@@ -129,23 +131,23 @@ static struct model *model_from_header(const cJSON *h, size_t params_bytes, int 
 		}
 		dims[i] = (int64_t)d->valuedouble;
 	}
-	m = model_new(name, (int)dims[0], (int)dims[1], (int)dims[2], (int)classes, max_batch, err);
-	if (!m)
+	if (model_plan(name, (int)dims[0], (int)dims[1], (int)dims[2], (int)classes, max_batch,
+	               &built, &built_hash, err) < 0)
 		return NULL;
-	snprintf(want, sizeof(want), "%016" PRIx64, m->arch_hash);
+	snprintf(want, sizeof(want), "%016" PRIx64, built_hash);
 	if (strcmp(hash, want) != 0) {
 		err_set(err, "architecture hash %s does not match model '%s' (%s) as built here",
 		        hash, name, want);
-	} else if ((uint64_t)nparams != m->nparams) {
+	} else if ((uint64_t)nparams != built) {
 		err_set(err, "'num_params' is %" PRId64 " but model '%s' has %zu parameters",
-		        nparams, name, m->nparams);
-	} else if (params_bytes != m->nparams * sizeof(float)) {
+		        nparams, name, built);
+	} else if (params_bytes != built * sizeof(float)) {
 		err_set(err, "holds %zu bytes of parameters, model '%s' needs %zu", params_bytes,
-		        name, m->nparams * sizeof(float));
+		        name, built * sizeof(float));
 	} else {
-		return m;
+		return model_new(name, (int)dims[0], (int)dims[1], (int)dims[2], (int)classes,
+		                 max_batch, err);
 	}
-	model_free(m);
 	return NULL;
 }
 

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <cjson/cJSON.h>
 
@@ -458,6 +459,51 @@ static void test_load_refuses_a_header_with_an_absurd_input_shape(void **state)
 	assert_header_member_refused(*state, "input", input, "GiB");
 }
 
+/* The peak resident memory of this process so far, in bytes. */
+static long long peak_rss(void)
+{
+	struct rusage ru;
+
+	assert_int_equal(getrusage(RUSAGE_SELF, &ru), 0);
+	return (long long)ru.ru_maxrss * 1024;
+}
+
+/* A header of a few hundred bytes naming a 400x400 input, with the hash and
+ * parameter count of that model right, over the parameters of a small one:
+ * refused for its length before the gigabyte or so that the model's buffers
+ * take is allocated (the fuzz target found it building them first). */
+static void test_load_checks_the_file_length_before_building_a_large_model(void **state)
+{
+	struct fixture *fx = *state;
+	size_t len, nparams = 0;
+	uint64_t hash = 0;
+	unsigned char *buf;
+	char hex[17], want[96];
+	cJSON *json, *input = cJSON_CreateArray();
+	long long before;
+
+	assert_int_equal(model_plan("cnn-pool", 400, 400, 1, 10, 4, &nparams, &hash, fx->err), 0);
+	assert_true(nparams * sizeof(float) > (256u << 20));
+	buf = save_small_and_read(fx, &len);
+	json = parse_header(buf, len);
+	for (int i = 0; i < 3; i++)
+		cJSON_AddItemToArray(input, cJSON_CreateNumber(i < 2 ? 400 : 1));
+	snprintf(hex, sizeof(hex), "%016" PRIx64, hash);
+	assert_true(cJSON_ReplaceItemInObjectCaseSensitive(json, "input", input));
+	assert_true(
+	    cJSON_ReplaceItemInObjectCaseSensitive(json, "arch_hash", cJSON_CreateString(hex)));
+	assert_true(cJSON_ReplaceItemInObjectCaseSensitive(json, "num_params",
+	                                                   cJSON_CreateNumber((double)nparams)));
+	rewrite_with_header(fx, json, 0);
+	snprintf(want, sizeof(want), "holds %zu bytes of parameters, model 'cnn-pool' needs %zu",
+	         fx->m->nparams * sizeof(float), nparams * sizeof(float));
+	before = peak_rss();
+	assert_load_refused(fx, want);
+	assert_true(peak_rss() - before < (64ll << 20));
+	cJSON_Delete(json);
+	free(buf);
+}
+
 static void test_load_refuses_a_header_that_is_not_json(void **state)
 {
 	/* '{' becomes '[': the header no longer parses. */
@@ -548,6 +594,7 @@ int main(void)
 	    TEST(test_load_refuses_a_header_that_is_not_json),
 	    TEST(test_load_refuses_another_format_or_dtype),
 	    TEST(test_load_refuses_a_header_with_an_absurd_input_shape),
+	    TEST(test_load_checks_the_file_length_before_building_a_large_model),
 	    TEST(test_load_refuses_an_architecture_hash_mismatch),
 	    TEST(test_load_refuses_num_params_that_disagree_with_the_model),
 	    TEST(test_load_refuses_a_file_length_that_disagrees_with_num_params),

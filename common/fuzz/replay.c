@@ -1,6 +1,7 @@
 /* replay.c - runs a libFuzzer target over files, without libFuzzer: how
  * `make test` checks a target's seed corpus (and any input a fuzzing run
- * found and saved there) with the compiler and sanitizers of the build.
+ * found and saved there) with the compiler and sanitizers of the build,
+ * for the targets of both binaries (worker/fuzz, operator/fuzz).
  * With no arguments it replays every file in FUZZ_CORPUS, the folder the
  * Makefile builds it for; otherwise the files given. Ends with the line
  * "N passed, N failed"; a crash ends it earlier.
@@ -12,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "harness.h"
 
 #ifndef FUZZ_CORPUS
 #error "build with -DFUZZ_CORPUS='\"folder\"' (the Makefile does)"

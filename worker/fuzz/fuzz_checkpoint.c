@@ -1,0 +1,136 @@
+/* fuzz_checkpoint.c - a libFuzzer target for checkpoint_load (checkpoint.h):
+ * the backup file a worker restores from, which lies on a shared volume
+ * that any pod of the job (or a user) can write.
+ *
+ * The run that loads it trains model "cnn" with RUN_PARAMS parameters and
+ * architecture hash RUN_HASH (fuzz/corpus/checkpoint holds backups of it).
+ * Input: byte 0 picks the mode, the rest is the file.
+ *   bits 0-1  the run's optimizer: 0 sgd (no state), 1 sgd with momentum
+ *             (1 slot), 2 and 3 adam (2 slots)
+ *   bit 2     append the CRC-32C the format ends with, so that mutations
+ *             reach the checks behind the checksum
+ *   bit 3     with bit 2, put OVERSIZE zero bytes before the CRC: a file too
+ *             big for this run, which is checked while streamed
+ * Checked beyond "no crash": a refusal is CORRUPT or INCOMPATIBLE with a
+ * message naming the file; an accepted backup fits the run, has its
+ * counters in range, and written again with checkpoint_save, loads back
+ * bit for bit.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoint.h"
+#include "err.h"
+#include "fuzz/harness.h"
+
+#define MODE_SLOTS    3
+#define MODE_CRC      4
+#define MODE_OVERSIZE 8
+
+#define RUN_PARAMS 16
+#define RUN_HASH   0x0123456789abcdefull
+#define OVERSIZE   (80u << 10) /* more than the longest header allowed (64 KiB) */
+
+struct run {
+	float params[RUN_PARAMS];
+	float state[2 * RUN_PARAMS];
+};
+
+static const unsigned char *bytes(const void *p)
+{
+	return p;
+}
+
+/* What this run builds, with its buffers. */
+static struct checkpoint run_init(struct run *r, int mode)
+{
+	static const enum optimizer_kind kinds[] = {OPT_SGD, OPT_SGD, OPT_ADAM, OPT_ADAM};
+	static const int slots[] = {0, 1, 2, 2};
+	struct checkpoint c = {
+	    .model = "cnn",
+	    .arch_hash = RUN_HASH,
+	    .nparams = RUN_PARAMS,
+	    .optimizer = kinds[mode & MODE_SLOTS],
+	    .nslots = slots[mode & MODE_SLOTS],
+	    .params = r->params,
+	    .opt_state = slots[mode & MODE_SLOTS] > 0 ? r->state : NULL,
+	};
+
+	memset(r, 0, sizeof(*r));
+	return c;
+}
+
+static void check_accepted(const struct checkpoint *c, int mode)
+{
+	FUZZ_CHECK(strcmp(c->model, "cnn") == 0 && c->arch_hash == RUN_HASH);
+	FUZZ_CHECK(c->nparams == RUN_PARAMS);
+	FUZZ_CHECK(c->nslots == ((mode & MODE_SLOTS) > 2 ? 2 : (mode & MODE_SLOTS)));
+	FUZZ_CHECK(c->pos.world >= 1 && c->pos.world <= 4096);
+	FUZZ_CHECK(c->pos.batch_size >= 1 && c->pos.batch_size <= (1u << 20));
+	FUZZ_CHECK(c->pos.epoch >= 0 && c->pos.step >= 0);
+	FUZZ_CHECK(c->pos.global_step <= CHECKPOINT_STEP_MAX);
+	FUZZ_CHECK(c->learning_rate >= 0 && c->learning_rate <= 1e9);
+	FUZZ_CHECK(c->momentum >= 0 && c->momentum <= 1);
+}
+
+/* Saves c and loads it back into a second run of the same model. */
+static void check_round_trip(const struct checkpoint *c, int mode)
+{
+	char path[4096], err[ERR_LEN];
+	struct run r2;
+	struct checkpoint back = run_init(&r2, mode);
+	const char *dir = fuzz_path("saved");
+
+	FUZZ_CHECK(checkpoint_save(dir, c, err) == 0);
+	FUZZ_CHECK(checkpoint_path(dir, c->pos.global_step, path, sizeof(path)) == 0);
+	FUZZ_CHECK(checkpoint_load(path, &back, err) == 0);
+	/* Bit for bit: the bytes, not the values (NaN payloads, -0). */
+	FUZZ_CHECK(memcmp(bytes(back.params), bytes(c->params), sizeof(r2.params)) == 0);
+	FUZZ_CHECK(c->nslots == 0 || memcmp(bytes(back.opt_state), bytes(c->opt_state),
+	                                    sizeof(float) * RUN_PARAMS * c->nslots) == 0);
+	FUZZ_CHECK(memcmp(bytes(&back.pos.sums), bytes(&c->pos.sums), sizeof(c->pos.sums)) == 0);
+	FUZZ_CHECK(back.pos.epoch == c->pos.epoch && back.pos.step == c->pos.step);
+	FUZZ_CHECK(back.pos.global_step == c->pos.global_step);
+	FUZZ_CHECK(back.pos.examples == c->pos.examples);
+	FUZZ_CHECK(back.pos.world == c->pos.world && back.pos.batch_size == c->pos.batch_size);
+	FUZZ_CHECK(back.seed == c->seed && back.iterations == c->iterations);
+	FUZZ_CHECK(back.learning_rate == c->learning_rate && back.momentum == c->momentum);
+	/* Leave the folder empty for the next accepted input. */
+	checkpoint_remove_all(dir, err);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char err[ERR_LEN] = "", path[4096];
+	unsigned char *framed = NULL;
+	struct checkpoint c;
+	struct run r;
+	int mode, rc;
+
+	if (size < 1)
+		return 0;
+	mode = data[0];
+	c = run_init(&r, mode);
+	if (mode & MODE_CRC) {
+		size_t len;
+
+		framed =
+		    fuzz_crc_frame(data + 1, size - 1, mode & MODE_OVERSIZE ? OVERSIZE : 0, &len);
+		snprintf(path, sizeof(path), "%s", fuzz_file("backup", framed, len));
+	} else {
+		snprintf(path, sizeof(path), "%s", fuzz_file("backup", data + 1, size - 1));
+	}
+	rc = checkpoint_load(path, &c, err);
+	if (rc == 0) {
+		check_accepted(&c, mode);
+		check_round_trip(&c, mode);
+	} else {
+		FUZZ_CHECK(rc == CHECKPOINT_CORRUPT || rc == CHECKPOINT_INCOMPATIBLE);
+		FUZZ_CHECK(memchr(err, '\0', sizeof(err)) != NULL);
+		FUZZ_CHECK(strstr(err, path) != NULL);
+	}
+	free(framed);
+	return 0;
+}
