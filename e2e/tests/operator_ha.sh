@@ -161,7 +161,7 @@ stop b TERM
 released() {
 	local t1
 	[ "$rc" = 0 ] || { echo "b exited $rc"; return 1; }
-	grep -q 'released the Lease' "${log[b]}" || return 1
+	grep -q 'released the Lease' "${log[b]}" || { echo "b did not release the Lease:"; tail -5 "${log[b]}"; return 1; }
 	until_true 30 "a to lead" is_leader a || return 1
 	t1=$(log_time "$(grep 'became the leader' "${log[a]}" | tail -1)")
 	echo "$t1 - $t0" | bc > "$state/took-term"

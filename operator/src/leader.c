@@ -23,6 +23,9 @@
  * that candidates refused together do not come back together. */
 #define JITTER_PERCENT 20
 
+/* How often a release reads the Lease again after a 409. */
+#define RELEASE_ATTEMPTS 3
+
 long long leader_now_ms(void)
 {
 	struct timespec ts;
@@ -405,10 +408,26 @@ void leader_stop(struct leader *l)
 	l->started = 0;
 }
 
+/* Reads the Lease into r. Returns 0, or -1 with a message. */
+static int lease_read(struct leader *l, struct leader_record *r, char *err)
+{
+	const struct kube_opts opts = {.timeout_ms = l->cfg.renew_ms / 2, .once = 1};
+	char path[KUBE_PATH_LEN];
+	cJSON *obj = NULL;
+
+	if (lease_path(l, 0, path) < 0)
+		return err_set(err, "lease '%s/%s': bad name", l->cfg.namespace, l->cfg.name);
+	if (kube_send(l->api, "GET", path, NULL, &opts, &obj, NULL, err) < 0)
+		return -1;
+	record_parse(obj, r);
+	cJSON_Delete(obj);
+	return 0;
+}
+
 int leader_release(struct leader *l, char *err)
 {
 	struct leader_record r, written = {0};
-	int rc;
+	int rc = 0;
 
 	if (!get_int(&l->leading))
 		return 0;
@@ -416,20 +435,29 @@ int leader_release(struct leader *l, char *err)
 	pthread_mutex_lock(&l->lock);
 	r = l->seen;
 	pthread_mutex_unlock(&l->lock);
-	if (strcmp(r.holder, l->cfg.identity) != 0)
-		return 0;
-	/* As client-go releases: no holder, a one-second duration, the
-	 * transitions kept. */
-	r.holder[0] = '\0';
-	r.duration_s = 1;
-	timefmt_now_micro(r.renew_time);
-	snprintf(r.acquire_time, sizeof(r.acquire_time), "%s", r.renew_time);
-	rc = lease_write(l, &r, &written, err);
-	if (rc == 0)
-		return err_set(err, "releasing the Lease %s/%s: it changed meanwhile",
-		               l->cfg.namespace, l->cfg.name);
-	if (rc < 0)
-		return err_prefix(err, "releasing the Lease");
-	log_info("leader election: released the Lease %s/%s", l->cfg.namespace, l->cfg.name);
-	return 0;
+	/* A renewal cut short by the stop may still have reached the server,
+	 * so the version known here can be stale: on 409, read and try again
+	 * while this replica still holds the Lease. */
+	for (int attempt = 0; attempt < RELEASE_ATTEMPTS; attempt++) {
+		if (attempt > 0 && lease_read(l, &r, err) < 0)
+			return err_prefix(err, "releasing the Lease");
+		if (strcmp(r.holder, l->cfg.identity) != 0)
+			return 0; /* not (or no longer) ours */
+		/* As client-go releases: no holder, a one-second duration,
+		 * the transitions kept. */
+		r.holder[0] = '\0';
+		r.duration_s = 1;
+		timefmt_now_micro(r.renew_time);
+		snprintf(r.acquire_time, sizeof(r.acquire_time), "%s", r.renew_time);
+		rc = lease_write(l, &r, &written, err);
+		if (rc < 0)
+			return err_prefix(err, "releasing the Lease");
+		if (rc == 1) {
+			log_info("leader election: released the Lease %s/%s", l->cfg.namespace,
+			         l->cfg.name);
+			return 0;
+		}
+	}
+	return err_set(err, "releasing the Lease %s/%s: it kept changing", l->cfg.namespace,
+	               l->cfg.name);
 }

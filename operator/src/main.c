@@ -59,11 +59,14 @@ static void *wait_signal(void *arg)
 	while (read(signal_pipe[0], &b, 1) < 0 && errno == EINTR)
 		;
 	sig = b ? b : SIGTERM;
+	/* The client stops before the main thread is told: it resumes the
+	 * client later to release the Lease, and a stop arriving after that
+	 * would cut the release off. */
+	kube_api_stop(s->api);
 	pthread_mutex_lock(&s->lock);
 	s->signal = sig;
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
-	kube_api_stop(s->api);
 	return NULL;
 }
 

@@ -301,6 +301,27 @@ static void test_a_released_lease_is_taken_at_once(void **state)
 	pair_free(&p);
 }
 
+static void test_release_after_a_renewal_it_did_not_see_still_releases(void **state)
+{
+	struct pair p;
+	char err[ERR_LEN];
+	const char *renewed = "{\"metadata\":{},\"spec\":{\"holderIdentity\":\"a\","
+	                      "\"leaseDurationSeconds\":15,\"leaseTransitions\":0}}";
+
+	(void)state;
+	pair_init(&p, 15000, 10000, 2000);
+	assert_int_equal(leader_try(&p.a, 0, err), 1);
+	p.a.leading = 1;
+	/* A renewal that reached the server, but whose answer the stop cut
+	 * off: the Lease has a version a has not seen. */
+	store_put(p.s, renewed, strlen(renewed));
+	leader_stop(&p.a);
+	assert_int_equal(leader_release(&p.a, err), 0);
+	assert_string_equal(spec_str(p.s, "holderIdentity"), "");
+	assert_int_equal(p.s->refused409, 1);
+	pair_free(&p);
+}
+
 static void test_release_by_a_replica_that_does_not_lead_writes_nothing(void **state)
 {
 	struct pair p;
@@ -533,6 +554,7 @@ int main(void)
 	    cmocka_unit_test(test_a_held_lease_is_taken_only_after_its_duration_without_change),
 	    cmocka_unit_test(test_a_released_lease_is_taken_at_once),
 	    cmocka_unit_test(test_release_by_a_replica_that_does_not_lead_writes_nothing),
+	    cmocka_unit_test(test_release_after_a_renewal_it_did_not_see_still_releases),
 	    cmocka_unit_test(test_a_stale_write_loses_with_409_and_never_overwrites),
 	    cmocka_unit_test(test_api_errors_fail_the_try),
 	    cmocka_unit_test(test_leader_active_ends_at_the_renew_deadline),
