@@ -32,7 +32,7 @@ packages=(
 	clang libclang-rt-14-dev # make fuzz: clang's libFuzzer
 	python3 python3-yaml    # e2e/: the local test cluster and its tests
 	python3-prometheus-client # e2e/: /metrics checked by Prometheus' own parser
-	curl openssl util-linux # e2e/: up.sh and fault.sh; pods run under unshare
+	curl openssl            # e2e/: up.sh and fault.sh
 	nginx                   # e2e/: the cluster's TLS front, HTTP/2 through ALPN as a real API server
 )
 if [ "$bench" = 1 ]; then

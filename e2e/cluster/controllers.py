@@ -24,6 +24,7 @@ import threading
 import time
 
 from registry import Request
+from store import clone
 
 NAMESPACES = "/v1/namespaces"
 SERVICEACCOUNTS = "/v1/serviceaccounts"
@@ -33,6 +34,16 @@ PVCS = "/v1/persistentvolumeclaims"
 PVC_PROTECTION = "kubernetes.io/pvc-protection"
 # Longest the controllers sleep when nothing changes.
 TICK_SECONDS = 0.2
+# The garbage collector and PVC protection pass at most this often,
+# however fast the store changes: hundreds of pods starting write to it
+# hundreds of times a second, and a pass per write (each then copying the
+# whole store) made the controllers the API server's bottleneck. The real
+# garbage collector is asynchronous too. The namespace controllers are
+# cheap (they look at namespaces only) and pass on every change of the
+# kinds they read, so that a new namespace has its ServiceAccount at once.
+SWEEP_SECONDS = 0.1
+# Finalizers of the garbage collector's deletion policies.
+GC_FINALIZERS = ("foregroundDeletion", "orphan")
 
 
 class Controllers:
@@ -42,19 +53,39 @@ class Controllers:
         self.ca_pem = ca_pem
         self.log = log
         self.stopping = False
+        # What the namespace controllers last saw (resourceVersions of the
+        # namespaces, ServiceAccounts and ConfigMaps), when that left them
+        # nothing to do; None: pass again.
+        self.namespaces_seen = None
+        # The garbage collector's view of the store, kept up to date from
+        # its changes as the real one's graph builder keeps it from its
+        # informers: every uid, the objects with owners, and the owners
+        # being deleted with a policy. Its objects are the stored ones.
+        self.followed = None  # the resourceVersion it is up to date with
+        self.uids = set()
+        self.owned = {}       # (key, ns, name) -> (key, object with ownerReferences)
+        self.deleting = {}    # (key, ns, name) -> (key, object with a GC finalizer)
 
     def start(self):
         threading.Thread(target=self.loop, daemon=True, name="controllers").start()
 
     def loop(self):
-        seen = -1
+        seen, swept, due = -1, -1, 0.0  # due: when the next sweep may start
         while not self.stopping:
             with self.store.lock:
                 if self.store.rv == seen:
-                    self.store.changed.wait(TICK_SECONDS)
+                    wait = TICK_SECONDS if swept == seen else \
+                        min(TICK_SECONDS, max(0.0, due - time.monotonic()))
+                    self.store.changed.wait(wait)
                 seen = self.store.rv
             try:
-                self.sync()
+                with self.store.lock:
+                    self.namespaces()
+                if time.monotonic() >= due:
+                    swept = self.store.rv
+                    with self.store.lock:
+                        self.sweep()
+                    due = time.monotonic() + SWEEP_SECONDS
             except Exception as e:  # keep the controllers alive; say what went wrong
                 self.log("controllers: %r" % e)
                 time.sleep(TICK_SECONDS)
@@ -62,129 +93,184 @@ class Controllers:
     def sync(self):
         """One pass of every controller over the whole store."""
         with self.store.lock:
-            items = self.store.all_items()
-            self.namespaces([o for (k, _, _), o in items if k == NAMESPACES], items)
-            self.garbage(items)
-            self.pvc_protection(items)
+            self.namespaces()
+            self.sweep()
+
+    def sweep(self):
+        """The garbage collector and PVC protection. They read the stored
+        objects without copying them (and copy what they change)."""
+        self.follow()
+        self.garbage()
+        self.pvc_protection()
+
+    def follow(self):
+        """Brings the garbage collector's view up to the store's changes;
+        from the whole store at first and when the changes are no longer
+        kept (compaction)."""
+        if self.followed is not None:
+            events, newest = self.store.events_after(self.followed, None, 0)
+            if events is not None:
+                for ev in events:
+                    self.index(ev.key, ev.obj, ev.type == "DELETED")
+                self.followed = newest
+                return
+        self.uids, self.owned, self.deleting = set(), {}, {}
+        for key, obj in self.store.scan():
+            self.index(key, obj, False)
+        self.followed = self.store.rv
+
+    def index(self, key, obj, gone):
+        md = obj["metadata"]
+        where = (key, md.get("namespace"), md["name"])
+        self.owned.pop(where, None)
+        self.deleting.pop(where, None)
+        if gone:
+            self.uids.discard(md.get("uid"))
+            return
+        self.uids.add(md.get("uid"))
+        if md.get("ownerReferences"):
+            self.owned[where] = (key, obj)
+        if md.get("deletionTimestamp") and \
+                any(f in GC_FINALIZERS for f in md.get("finalizers") or []):
+            self.deleting[where] = (key, obj)
 
     # --- namespaces ---
 
-    def namespaces(self, namespaces, items):
-        present = {(k, ns, name) for (k, ns, name), _ in items}
-        for ns in namespaces:
+    def namespaces(self):
+        seen = tuple(self.store.version_of(k) for k in (NAMESPACES, SERVICEACCOUNTS, CONFIGMAPS))
+        if seen == self.namespaces_seen:
+            return
+        done = True  # nothing left to do until one of them changes
+        for ns in self.store.items(NAMESPACES):
             name = ns["metadata"]["name"]
             if ns["metadata"].get("deletionTimestamp"):
-                self.finalize_namespace(ns, items)
+                self.finalize_namespace(ns)
+                done = False  # it waits for its content, of any kind, to go
                 continue
-            if (SERVICEACCOUNTS, name, "default") not in present:
-                self.make(SERVICEACCOUNTS, name, {"apiVersion": "v1", "kind": "ServiceAccount",
-                                                  "metadata": {"name": "default"}})
-            if (CONFIGMAPS, name, "kube-root-ca.crt") not in present and self.ca_pem:
-                self.make(CONFIGMAPS, name, {
+            if self.store.peek(SERVICEACCOUNTS, name, "default") is None:
+                done = self.make(SERVICEACCOUNTS, name, {
+                    "apiVersion": "v1", "kind": "ServiceAccount",
+                    "metadata": {"name": "default"}}) and done
+            if self.store.peek(CONFIGMAPS, name, "kube-root-ca.crt") is None and self.ca_pem:
+                done = self.make(CONFIGMAPS, name, {
                     "apiVersion": "v1", "kind": "ConfigMap",
                     "metadata": {"name": "kube-root-ca.crt", "annotations": {
                         "kubernetes.io/description": "Contains a CA bundle that can be used to "
                         "verify the kube-apiserver when using internal endpoints such as the "
                         "internal service IP or kubernetes.default.svc. No other usage is "
                         "guaranteed across distributions of Kubernetes clusters."}},
-                    "data": {"ca.crt": self.ca_pem}})
+                    "data": {"ca.crt": self.ca_pem}}) and done
+        # Read again: what this pass made changed them.
+        self.namespaces_seen = tuple(self.store.version_of(k) for k in (
+            NAMESPACES, SERVICEACCOUNTS, CONFIGMAPS)) if done else None
 
     def make(self, key, ns, obj):
+        """Creates obj; returns whether it could."""
         kind = self.registry.kind_of_key(key)
         try:
             self.registry._create(kind, ns, obj, Request({}))
+            return True
         except Exception as e:  # raced with a user's create, or the namespace went
             self.log("controllers: create %s %s/%s: %s" % (key, ns, obj["metadata"]["name"], e))
+            return False
 
-    def finalize_namespace(self, ns, items):
+    def finalize_namespace(self, ns):
         """Deletes what is in the namespace; removes it once empty."""
         name = ns["metadata"]["name"]
-        inside = [((k, n, obj_name), o) for (k, n, obj_name), o in items if n == name]
-        for (k, n, obj_name), o in inside:
+        inside = [(k, o) for k in self.store.keys() for o in self.store.items(k, name)]
+        for k, o in inside:
             kind = self.registry.kind_of_key(k)
             if kind is not None and not o["metadata"].get("deletionTimestamp"):
-                self.registry.system_delete(kind, n, obj_name)
+                self.registry.system_delete(kind, name, o["metadata"]["name"])
         if not inside:
             self.store.remove(NAMESPACES, None, name)
 
     # --- PVC protection ---
 
-    def pvc_protection(self, items):
+    def pvc_protection(self):
+        held = [o for o in self.store.items(PVCS) if o["metadata"].get("deletionTimestamp") and
+                PVC_PROTECTION in (o["metadata"].get("finalizers") or [])]
+        if not held:
+            return
         used = set()
-        for (k, ns, _), o in items:
-            if k == PODS and (o.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+        for o in self.store.items(PODS):
+            if (o.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
                 for v in (o.get("spec") or {}).get("volumes") or []:
                     claim = (v.get("persistentVolumeClaim") or {}).get("claimName")
                     if claim:
-                        used.add((ns, claim))
-        for (k, ns, name), o in items:
-            if k == PVCS and o["metadata"].get("deletionTimestamp") and \
-                    PVC_PROTECTION in (o["metadata"].get("finalizers") or []) and \
-                    (ns, name) not in used:
-                self.registry.remove_finalizer(self.registry.kind_of_key(k), ns, name,
+                        used.add((o["metadata"]["namespace"], claim))
+        for o in held:
+            ns, name = o["metadata"]["namespace"], o["metadata"]["name"]
+            if (ns, name) not in used:
+                self.registry.remove_finalizer(self.registry.kind_of_key(PVCS), ns, name,
                                                PVC_PROTECTION)
 
     # --- garbage collection ---
 
-    def garbage(self, items):
-        by_uid = {o["metadata"].get("uid"): ((k, ns, name), o) for (k, ns, name), o in items}
-        dependents = {}
-        for where, o in items:
-            for ref in o["metadata"].get("ownerReferences") or []:
-                dependents.setdefault(ref.get("uid"), []).append((where, o))
-        for (k, ns, name), o in items:
-            refs = o["metadata"].get("ownerReferences") or []
-            if refs:
-                self.collect(k, ns, name, o, refs, by_uid)
-            finalizers = o["metadata"].get("finalizers") or []
-            if o["metadata"].get("deletionTimestamp"):
-                if "foregroundDeletion" in finalizers:
-                    self.foreground(k, ns, name, o, dependents.get(o["metadata"]["uid"], []))
-                if "orphan" in finalizers:
-                    self.orphan(k, ns, name, o, dependents.get(o["metadata"]["uid"], []))
+    def garbage(self):
+        for k, o in list(self.owned.values()):
+            self.collect(k, o, o["metadata"]["ownerReferences"], self.uids)
+        if not self.deleting:
+            return
+        dependents = {}  # owner uid -> [(key, dependent)]
+        for k, d in self.owned.values():
+            for ref in d["metadata"]["ownerReferences"]:
+                dependents.setdefault(ref.get("uid"), []).append((k, d))
+        for k, o in list(self.deleting.values()):
+            md = o["metadata"]
+            if "foregroundDeletion" in md["finalizers"]:
+                self.foreground(k, o, dependents.get(md["uid"], []))
+            if "orphan" in md["finalizers"]:
+                self.orphan(k, o, dependents.get(md["uid"], []))
 
-    def collect(self, key, ns, name, obj, refs, by_uid):
+    def collect(self, key, obj, refs, uids):
         """Deletes obj when every owner is gone; drops the references to
         the gone ones when some remain."""
-        gone = [r for r in refs if r.get("uid") not in by_uid]
-        if not gone or obj["metadata"].get("deletionTimestamp"):
+        gone = [r for r in refs if r.get("uid") not in uids]
+        md = obj["metadata"]
+        if not gone or md.get("deletionTimestamp"):
             return
         kind = self.registry.kind_of_key(key)
         if kind is None:
             return
         if len(gone) == len(refs):
-            self.registry.system_delete(kind, ns, name)
+            self.registry.system_delete(kind, md.get("namespace"), md["name"])
             return
+        obj = clone(obj)
         obj["metadata"]["ownerReferences"] = [r for r in refs if r not in gone]
-        self.store.replace(key, ns, name, obj)
+        self.store.replace(key, md.get("namespace"), md["name"], obj)
 
-    def foreground(self, key, ns, name, owner, deps):
+    def foreground(self, key, owner, deps):
         """Deletes the dependents first; the owner goes when none is left."""
-        uid = owner["metadata"]["uid"]
+        md = owner["metadata"]
         alive = []
-        for (k, dns, dname), d in deps:
-            if not any(r.get("uid") == uid for r in d["metadata"].get("ownerReferences") or []):
+        for k, d in deps:
+            dmd = d["metadata"]
+            if not any(r.get("uid") == md["uid"] for r in dmd.get("ownerReferences") or []):
                 continue
             alive.append(d)
-            if not d["metadata"].get("deletionTimestamp"):
+            if not dmd.get("deletionTimestamp"):
                 kind = self.registry.kind_of_key(k)
                 if kind is not None:
-                    self.registry.system_delete(kind, dns, dname, policy="Foreground")
+                    self.registry.system_delete(kind, dmd.get("namespace"), dmd["name"],
+                                                policy="Foreground")
         if not alive:
             kind = self.registry.kind_of_key(key)
-            self.registry.remove_finalizer(kind, ns, name, "foregroundDeletion")
+            self.registry.remove_finalizer(kind, md.get("namespace"), md["name"],
+                                           "foregroundDeletion")
 
-    def orphan(self, key, ns, name, owner, deps):
+    def orphan(self, key, owner, deps):
         """Takes the owner's references off its dependents, then lets it go."""
-        uid = owner["metadata"]["uid"]
-        for (k, dns, dname), d in deps:
+        md = owner["metadata"]
+        for k, d in deps:
             refs = d["metadata"].get("ownerReferences") or []
-            keep = [r for r in refs if r.get("uid") != uid]
+            keep = [r for r in refs if r.get("uid") != md["uid"]]
             if len(keep) != len(refs):
+                d = clone(d)
                 if keep:
                     d["metadata"]["ownerReferences"] = keep
                 else:
                     del d["metadata"]["ownerReferences"]
-                self.store.replace(k, dns, dname, d)
+                self.store.replace(k, d["metadata"].get("namespace"), d["metadata"]["name"], d)
         kind = self.registry.kind_of_key(key)
-        self.registry.remove_finalizer(kind, ns, name, "orphan")
+        self.registry.remove_finalizer(kind, md.get("namespace"), md["name"], "orphan")

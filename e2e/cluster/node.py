@@ -9,9 +9,10 @@ operator creates, with local processes instead of containers.
   preload podnet.so, so that listening "on all interfaces" listens on the
   pod's address only and pods can use the same port.
 - Sandbox: each container runs in a mount and UTS namespace of its own
-  (util-linux unshare), where /etc/hosts and /etc/resolv.conf are the
-  pod's, the host name is the pod's, and the pod's volumes are bind-mounted
-  at their mountPath. Mount points missing on the host are created there.
+  (podsandbox, which up.sh builds from podsandbox.c), where /etc/hosts and
+  /etc/resolv.conf are the pod's, the host name is the pod's, and the
+  pod's volumes are bind-mounted at their mountPath. Mount points missing
+  on the host are created there.
 - DNS: the pod's /etc/hosts holds the names cluster DNS gives: its own, and
   <hostname>.<subdomain>.<ns>.svc[.cluster.local] (and the shorter forms a
   search path reaches from the same namespace) for every pod behind a
@@ -52,10 +53,12 @@ The parts, one file each:
   node_pod.py      a pod's life on its own thread: containers, restarts,
                    status, stopping.
   node_exec.py     starting a container: command, env, image, sandbox.
+  node_exits.py    waking a pod's thread when one of its processes exits.
   node_volumes.py  volumes, and the configMaps, secrets and downward API
                    that volumes and env read.
   node_dns.py      a pod's /etc/hosts and /etc/resolv.conf.
   node_const.py    the store keys, name and address the parts share.
+  podsandbox.c     the sandbox each container's process starts in.
 
 Standard library only.
 """
@@ -69,21 +72,24 @@ import uuid
 from errors import ApiError
 from node_const import HOST_IP, NODE_NAME, PODS, PVCS, SERVICES
 from node_dns import write_dns
+from node_exits import ExitWatcher
 from node_pod import PodRun, pod_dir
 from registry import Request
-from store import now
+from store import clone, now
 
 
 class Node:
     """Runs the pods of the store in `api` bound to this node."""
 
-    def __init__(self, api, state, images, podnet, server_port, ca, token, log=print):
+    def __init__(self, api, state, images, podnet, sandbox, server_port, ca, token,
+                 log=print):
         self.api = api
         self.store = api.store
         self.registry = api.registry
         self.state = state
         self.images = images
         self.podnet = podnet
+        self.sandbox = sandbox
         self.server_port = server_port
         self.ca = ca
         self.token = token
@@ -95,6 +101,8 @@ class Node:
         self.next_ip = 1
         self.dns_dirty = threading.Event()
         self.dns_lock = threading.Lock()
+        self.dns_records = []  # what cluster DNS last answered (node_dns.py)
+        self.exits = ExitWatcher(log)
         self.stopping = False
         os.makedirs(os.path.join(state, "pods"), exist_ok=True)
 
@@ -191,6 +199,9 @@ class Node:
                     self.stopping:
                 self.dns_dirty.set()
                 return
+            # The event's object is the store's own, which no one may change;
+            # the run keeps a copy that binding completes.
+            pod = clone(pod)
             if not spec.get("nodeName"):
                 if not self.bind_pod(pod):
                     return

@@ -12,36 +12,43 @@ from node_const import PODS, SERVICES
 
 def prepare_pod(node, run):
     """The pod's /etc/resolv.conf, and its /etc/hosts filled in, before any
-    container starts (the sandbox bind-mounts both)."""
+    container starts (the sandbox bind-mounts both). Its hosts take what
+    cluster DNS answered last; the node's loop rewrites them when that
+    changes."""
     with open(os.path.join(run.dir, "resolv.conf"), "w") as f:
         f.write("nameserver 127.0.0.1\nsearch %s.svc.cluster.local svc.cluster.local "
                 "cluster.local\noptions ndots:5 attempts:1 timeout:1\n" % run.ns)
-    path = os.path.join(run.dir, "hosts")
-    if not os.path.exists(path):
-        open(path, "w").close()
+    with node.dns_lock:
+        run.dns_ready = True
+        _write_hosts(node, run, node.dns_records)
     node.dns_dirty.set()
-    write_dns(node)
 
 
-def hosts_for(run, pods, services):
-    """The lines of run's /etc/hosts."""
-    lines = ["127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost ip6-loopback"]
-    spec = run.pod.get("spec") or {}
-    own = [run.hostname]
-    if spec.get("subdomain"):
-        own.insert(0, "%s.%s.%s.svc.cluster.local" % (run.hostname, spec["subdomain"],
-                                                      run.ns))
-    lines.append("%s\t%s" % (run.ip, " ".join(own)))
-    for svc in services:
-        smd, sspec = svc["metadata"], svc.get("spec") or {}
-        if sspec.get("clusterIP") != "None" or not sspec.get("selector"):
+def headless_records(pods, services):
+    """What cluster DNS answers for the pods behind headless Services, in
+    Service then pod order: (namespace, pod IP, names as a pod of that
+    namespace sees them, names as a pod of another sees them)."""
+    headless = [s for s in services if (s.get("spec") or {}).get("clusterIP") == "None" and
+                (s.get("spec") or {}).get("selector")]
+    if not headless:
+        return []
+    # Pods by one label each, so that a Service looks at the pods that may
+    # match it rather than at every pod: with hundreds of each, every pod
+    # start made this quadratic.
+    by_label = {}
+    for p in pods:
+        pmd, pst = p["metadata"], p.get("status") or {}
+        if not pst.get("podIP") or pst.get("phase") in ("Succeeded", "Failed"):
             continue
+        for k, v in (pmd.get("labels") or {}).items():
+            by_label.setdefault((pmd["namespace"], k, v), []).append(p)
+    out = []
+    for svc in headless:
+        smd, sspec = svc["metadata"], svc["spec"]
         ns, sname = smd["namespace"], smd["name"]
-        for p in pods:
-            pmd, pspec, pst = p["metadata"], p.get("spec") or {}, p.get("status") or {}
-            if pmd["namespace"] != ns or not pst.get("podIP") or \
-                    pst.get("phase") in ("Succeeded", "Failed"):
-                continue
+        first = next(iter(sspec["selector"].items()))
+        for p in by_label.get((ns, first[0], first[1]), []):
+            pmd, pspec, pst = p["metadata"], p.get("spec") or {}, p["status"]
             labels = pmd.get("labels") or {}
             if any(labels.get(k) != v for k, v in sspec["selector"].items()):
                 continue
@@ -49,35 +56,59 @@ def hosts_for(run, pods, services):
                         for c in pst.get("conditions", []))
             if not ready and not sspec.get("publishNotReadyAddresses"):
                 continue
-            names = ["%s.%s.svc.cluster.local" % (sname, ns), "%s.%s.svc" % (sname, ns)]
+            service = ["%s.%s.svc.cluster.local" % (sname, ns), "%s.%s.svc" % (sname, ns)]
+            own, short = [], []
             if pspec.get("subdomain") == sname:
                 host = "%s.%s" % (pspec.get("hostname") or pmd["name"], sname)
-                names = ["%s.%s.svc.cluster.local" % (host, ns), "%s.%s.svc" % (host, ns)] \
-                    + (["%s.%s" % (host, ns), host] if ns == run.ns else []) + names
-            if ns == run.ns:
-                names += [sname + "." + ns, sname]
-            lines.append("%s\t%s" % (pst["podIP"], " ".join(names)))
+                own = ["%s.%s.svc.cluster.local" % (host, ns), "%s.%s.svc" % (host, ns)]
+                short = ["%s.%s" % (host, ns), host]
+            out.append((ns, pst["podIP"], own + short + service + [sname + "." + ns, sname],
+                        own + service))
+    return out
+
+
+def hosts_text(run, records):
+    """run's /etc/hosts, given what cluster DNS answers (headless_records)."""
+    lines = ["127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost ip6-loopback"]
+    spec = run.pod.get("spec") or {}
+    own = [run.hostname]
+    if spec.get("subdomain"):
+        own.insert(0, "%s.%s.%s.svc.cluster.local" % (run.hostname, spec["subdomain"],
+                                                      run.ns))
+    lines.append("%s\t%s" % (run.ip, " ".join(own)))
+    for ns, ip, same, other in records:
+        lines.append("%s\t%s" % (ip, " ".join(same if ns == run.ns else other)))
     return "\n".join(lines) + "\n"
 
 
+def hosts_for(run, pods, services):
+    """The lines of run's /etc/hosts."""
+    return hosts_text(run, headless_records(pods, services))
+
+
 def write_dns(node):
-    """Rewrites the /etc/hosts of every pod the node runs."""
+    """Rewrites the /etc/hosts of every pod the node runs, when what
+    cluster DNS answers has changed."""
     with node.dns_lock:
-        _write_dns(node)
+        services = node.store.items(SERVICES)
+        pods = node.store.items(PODS) if any(
+            (s.get("spec") or {}).get("clusterIP") == "None" for s in services) else []
+        records = headless_records(pods, services)
+        if records == node.dns_records:
+            return
+        node.dns_records = records
+        with node.lock:
+            runs = [r for r in node.runs.values() if r.dns_ready]
+        for r in runs:
+            _write_hosts(node, r, records)
 
 
-def _write_dns(node):
-    pods, _ = node.store.list(PODS)
-    services, _ = node.store.list(SERVICES)
-    with node.lock:
-        runs = list(node.runs.values())
-    for r in runs:
-        path = os.path.join(r.dir, "hosts")
-        data = hosts_for(r, pods, services).encode()
-        # In place, never by rename: the pod's bind mount holds the inode.
-        try:
-            with open(path, "r+b" if os.path.exists(path) else "wb") as f:
-                f.write(data)
-                f.truncate()
-        except OSError as e:
-            node.log("node: hosts of %s/%s: %s" % (r.ns, r.name, e))
+def _write_hosts(node, run, records):
+    path = os.path.join(run.dir, "hosts")
+    # In place, never by rename: the pod's bind mount holds the inode.
+    try:
+        with open(path, "r+b" if os.path.exists(path) else "wb") as f:
+            f.write(hosts_text(run, records).encode())
+            f.truncate()
+    except OSError as e:
+        node.log("node: hosts of %s/%s: %s" % (run.ns, run.name, e))

@@ -1,13 +1,12 @@
 """Starting a container of the local test cluster's node as a process:
 its argv (the image's entrypoint or the container's command), its
-environment, and the unshare sandbox that gives it the pod's /etc files,
-host name and volumes (see Images, Env and Sandbox in node.py).
+environment, and the sandbox (podsandbox.c) that gives it the pod's /etc
+files, host name and volumes (see Images, Env and Sandbox in node.py).
 
 Standard library only.
 """
 import os
 import re
-import shlex
 import shutil
 import subprocess
 
@@ -114,9 +113,9 @@ def container_command(node, run, c):
 
 def spawn(node, run, c, argv, env, workdir):
     """Starts argv in a mount and UTS namespace of its own, with the
-    pod's hosts, resolv.conf, host name and volumes."""
-    binds = [(os.path.join(run.dir, "hosts"), "/etc/hosts", False, False),
-             (os.path.join(run.dir, "resolv.conf"), "/etc/resolv.conf", False, False)]
+    pod's hosts, resolv.conf, host name and volumes (podsandbox.c)."""
+    binds = ["rw", os.path.join(run.dir, "hosts"), "/etc/hosts",
+             "rw", os.path.join(run.dir, "resolv.conf"), "/etc/resolv.conf"]
     for m in c.spec.get("volumeMounts") or []:
         src = run.mounts.get(m.get("name"))
         if src is None:
@@ -124,29 +123,13 @@ def spawn(node, run, c, argv, env, workdir):
         if m.get("subPath"):
             src = os.path.normpath(os.path.join(src, m["subPath"]))
             os.makedirs(src, exist_ok=True)
-        binds.append((src, m.get("mountPath", ""), os.path.isdir(src),
-                      bool(m.get("readOnly"))))
-    script = ["fail() { echo \"local node: $*\" >&2; exit 128; }"]
-    for src, dst, is_dir, ro in binds:
-        s, d = shlex.quote(src), shlex.quote(dst)
-        make = "mkdir -p %s" % d if is_dir else "mkdir -p \"$(dirname %s)\" && " \
-            "{ [ -e %s ] || : > %s; }" % (d, d, d)
-        script.append("%s && mount --bind %s %s || fail cannot mount %s at %s"
-                      % (make, s, d, s, d))
-        if ro:
-            script.append("mount -o remount,bind,ro %s || fail cannot make %s read-only"
-                          % (d, d))
-    script.append("hostname %s || fail cannot set the host name" % shlex.quote(run.hostname))
-    script.append("cd %s || fail no working directory %s" % (shlex.quote(workdir),
-                                                             shlex.quote(workdir)))
-    script.append('exec "$@"')
+        binds += ["ro" if m.get("readOnly") else "rw", src, m.get("mountPath", "")]
     logs = os.path.join(run.dir, "logs")
     os.makedirs(logs, exist_ok=True)
     out = open(os.path.join(logs, "%s-%d.log" % (c.name, c.restarts)), "ab")
     try:
         proc = subprocess.Popen(
-            ["unshare", "--mount", "--uts", "--propagation", "private", "--",
-             "/bin/sh", "-c", "\n".join(script), "pod-sandbox"] + argv,
+            [node.sandbox, run.hostname, workdir] + binds + ["--"] + argv,
             env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
             start_new_session=True, close_fds=True)
         # For down.sh, should this process die without stopping its pods.

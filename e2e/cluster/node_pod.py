@@ -73,6 +73,9 @@ class PodRun:
         self.inits = [Container(c, True) for c in spec.get("initContainers") or []]
         self.containers = [Container(c) for c in spec.get("containers") or []]
         self.stop = threading.Event()
+        # Set when a process of the pod exits or a stop is asked: what the
+        # pod's thread sleeps on (node_exits.py says why not a poll).
+        self.wake = threading.Event()
         self.stop_grace = 30
         self.stop_delete = False  # delete the pod for good once stopped
         self.stop_gone = False    # the pod is already gone: write nothing
@@ -81,6 +84,7 @@ class PodRun:
                                        name="pod-%s/%s" % (self.ns, self.name))
         self.mounts = {}  # volume name -> host path, once mount_volumes has run
         self.hostname = spec.get("hostname") or self.name
+        self.dns_ready = False  # its /etc/hosts is written (node_dns.py)
 
     # --- stopping ---
 
@@ -90,6 +94,7 @@ class PodRun:
         self.stop_gone = self.stop_gone or gone
         self.stop_reason = self.stop_reason or reason
         self.stop.set()
+        self.wake.set()
 
     def signal(self, sig, container=None):
         for c in self.inits + self.containers:
@@ -101,6 +106,14 @@ class PodRun:
 
     def running(self):
         return [c for c in self.inits + self.containers if c.proc and c.proc.poll() is None]
+
+    def sleep(self, timeout=None):
+        """Waits until a process of the pod exits, a stop is asked, or
+        timeout seconds (None: no limit) pass. The caller looks at what
+        changed after this returns, so no wake-up between that look and the
+        next sleep is lost."""
+        self.wake.wait(timeout)
+        self.wake.clear()
 
     # --- the pod's life, on its own thread ---
 
@@ -143,8 +156,8 @@ class PodRun:
                     code = 128
                 else:
                     self.write_status("Pending")
-                    while c.proc.poll() is None and not self.stop.wait(0.05):
-                        pass
+                    while c.proc.poll() is None and not self.stop.is_set():
+                        self.sleep()
                     if self.stop.is_set():
                         return False
                     code = self.reap(c)
@@ -160,7 +173,9 @@ class PodRun:
         return True
 
     def supervise(self):
-        while not self.stop.wait(0.05):
+        """Reaps the containers as they end and restarts them as the
+        policy says, until all have finished or a stop is asked."""
+        while not self.stop.is_set():
             changed = False
             for c in self.containers:
                 if c.finished:
@@ -186,6 +201,13 @@ class PodRun:
                 return
             if changed:
                 self.write_status()
+            self.sleep(self.next_start_in())
+
+    def next_start_in(self):
+        """Seconds until a container waiting to restart is due (None when
+        none waits)."""
+        due = [c.next_start for c in self.containers if c.proc is None and not c.finished]
+        return max(0.0, min(due) - time.monotonic()) if due else None
 
     def final_phase(self):
         codes = [c.state.get("terminated", {}).get("exitCode", 1) for c in self.containers]
@@ -218,6 +240,7 @@ class PodRun:
                         "reason": "CrashLoopBackOff", "message": str(e)}}
             self.node.event(self.pod, "Warning", "Failed", str(e))
             return False
+        self.node.exits.watch(c.proc.pid, self.wake.set)
         c.started_at = now()
         c.state = {"running": {"startedAt": c.started_at}}
         c.ready = not c.init
@@ -247,7 +270,7 @@ class PodRun:
             self.signal(signal.SIGTERM)
             end = time.monotonic() + max(0, self.stop_grace)
             while self.running() and time.monotonic() < end:
-                time.sleep(0.05)
+                self.sleep(end - time.monotonic())
             self.signal(signal.SIGKILL)
             for c in self.inits + self.containers:
                 if c.proc:

@@ -10,7 +10,6 @@ Kind object says it.
 
 Standard library only.
 """
-import copy
 import json
 import random
 import threading
@@ -22,7 +21,7 @@ import patch
 from admission import Admission, Context
 from errors import (ApiError, Cause, GoRaw, bad_request, conflict_error, invalid_error,
                     not_found_error, not_supported)
-from store import now
+from store import clone, now
 
 OPTIMISTIC_LOCK = ("the object has been modified; please apply your changes to the latest "
                    "version and try again")
@@ -87,33 +86,37 @@ class Registry:
     def kinds(self):
         """group/version -> plural -> Kind: the built-in table and every
         version of every CRD that is served."""
-        crds, _ = self.store.list(kinds.CRD_KEY)
-        stamp = tuple((c["metadata"]["name"], c["metadata"]["resourceVersion"]) for c in crds)
+        return self._kinds()[0]
+
+    def _kinds(self):
+        """(kinds(), resource key -> Kind), made again only when a CRD
+        has changed: every request asks, and CRDs are large."""
+        stamp = self.store.version_of(kinds.CRD_KEY)
         cached_stamp, cached = self._kinds_cache
         if cached_stamp == stamp:
             return cached
         out = {}
         for k in kinds.BUILTIN:
             out.setdefault(k.group_version, {})[k.plural] = k
-        for crd in crds:
+        for crd in self.store.list(kinds.CRD_KEY)[0]:
             if crd["metadata"].get("deletionTimestamp"):
                 continue
             for v in crd["spec"].get("versions", []):
                 if v.get("served", True):
                     k = kinds.Custom(crd, v)
                     out.setdefault(k.group_version, {})[k.plural] = k
-        self._kinds_cache = (stamp, out)
-        return out
+        by_key = {}
+        for rs in out.values():
+            for k in rs.values():
+                by_key.setdefault(k.key, k)
+        self._kinds_cache = (stamp, (out, by_key))
+        return out, by_key
 
     def kind(self, group_version, plural):
         return self.kinds().get(group_version, {}).get(plural)
 
     def kind_of_key(self, key):
-        for rs in self.kinds().values():
-            for k in rs.values():
-                if k.key == key:
-                    return k
-        return None
+        return self._kinds()[1].get(key)
 
     def allocate_ip(self):
         """The next cluster IP of 10.96.0.0/12, for a Service."""
@@ -206,14 +209,16 @@ class Registry:
         return self.store.get(kind.key, ns if kind.namespaced else None, name)
 
     def list(self, kind, ns, req, matcher):
-        """(items, list metadata) for a list request: resourceVersion
-        rules, selectors (matcher), limit/continue and remainingItemCount."""
+        """(items, the store's resourceVersion) for a list request:
+        resourceVersion rules and selectors (matcher). The items are the
+        stored objects, not copies (a list of hundreds of pods is written
+        out often): they must not be changed."""
         rv = req.arg("resourceVersion", "")
         if rv not in ("", "0"):
             self.wait_fresh(rv)
-        items, current = self.store.list(kind.key, ns if kind.namespaced else None)
-        items = [o for o in items if matcher(o)]
-        return items, current
+        with self.store.lock:
+            items = self.store.items(kind.key, ns if kind.namespaced else None)
+            return [o for o in items if matcher(o)], str(self.store.rv)
 
     def wait_fresh(self, rv_text):
         """Waits until the store has reached resourceVersion rv_text, or
@@ -290,16 +295,16 @@ class Registry:
         """The object to store: what the status subresource and the
         server-owned metadata leave of the request."""
         if sub == "status":
-            new = copy.deepcopy(old)
+            new = clone(old)
             if "status" in obj:
                 new["status"] = obj["status"]
             else:
                 new.pop("status", None)
             return new
-        new = copy.deepcopy(obj)
+        new = clone(obj)
         if kind.status:
             if "status" in old:
-                new["status"] = copy.deepcopy(old["status"])
+                new["status"] = clone(old["status"])
             else:
                 new.pop("status", None)
         md, omd = new["metadata"], old["metadata"]

@@ -1,12 +1,19 @@
 """The node's pure parts: image names, $(VAR) references, downward-API
 fields, and the /etc/hosts a pod sees (cluster DNS for headless
-Services)."""
+Services), written when a pod starts and rewritten in place when what
+cluster DNS answers changes."""
+import os
+import shutil
+import tempfile
+import threading
 import unittest
 
-from node_dns import hosts_for
+from node_const import PODS, SERVICES
+from node_dns import hosts_for, prepare_pod, write_dns
 from node_exec import expand, image_repository
 from node_pod import PodRun
 from node_volumes import field_value
+from store import Store
 
 
 def pod(name, ip, ready=True, labels=None, subdomain="job", ns="default", phase="Running"):
@@ -82,6 +89,78 @@ class NodeTest(unittest.TestCase):
         self.assertIn("127.0.0.3", self.hosts(a, [a, running], [service("job", True)]))
         self.assertNotIn("127.0.0.3", self.hosts(a, [a, running], [
             service("job", True, cluster_ip="10.0.0.1")]))
+
+
+class DnsNode:
+    """What node_dns reads of the node."""
+
+    def __init__(self, state):
+        self.state = state
+        self.store = Store()
+        self.lock = threading.RLock()
+        self.dns_lock = threading.Lock()
+        self.dns_dirty = threading.Event()
+        self.dns_records = []
+        self.runs = {}
+
+    def log(self, msg):
+        raise AssertionError(msg)
+
+
+class DnsTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="mwj-dns-test-")
+        self.node = DnsNode(self.dir)
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def start(self, p):
+        """A pod the node runs, as far as DNS goes: in the store, and its
+        files written as before its containers start."""
+        self.node.store.create(PODS, "default", p)
+        run = PodRun(self.node, p, p["status"]["podIP"])
+        os.makedirs(run.dir)
+        self.node.runs[("default", run.name)] = run
+        prepare_pod(self.node, run)
+        return run
+
+    def hosts(self, run):
+        with open(os.path.join(run.dir, "hosts")) as f:
+            return f.read()
+
+    def answers(self, run):
+        """The lines of run's hosts after localhost and its own."""
+        return self.hosts(run).splitlines()[3:]
+
+    def test_pods_learn_of_each_other_when_a_headless_service_selects_them(self):
+        a = self.start(pod("job-worker-0", "127.0.0.2"))
+        inode = os.stat(os.path.join(a.dir, "hosts")).st_ino
+        self.assertEqual(self.answers(a), [])
+        self.node.store.create(SERVICES, "default", service("job", False))
+        write_dns(self.node)
+        b = self.start(pod("job-worker-1", "127.0.0.3"))
+        write_dns(self.node)
+        for run in (a, b):
+            self.assertEqual([line.split("\t")[0] for line in self.answers(run)],
+                             ["127.0.0.2", "127.0.0.3"])
+        # In place: the container's bind mount holds the file's inode.
+        self.assertEqual(os.stat(os.path.join(a.dir, "hosts")).st_ino, inode)
+
+    def test_hosts_are_written_again_only_when_the_answers_change(self):
+        self.node.store.create(SERVICES, "default", service("job", False))
+        a = self.start(pod("job-worker-0", "127.0.0.2"))
+        write_dns(self.node)
+        with open(os.path.join(a.dir, "hosts"), "a") as f:
+            f.write("# untouched\n")
+        write_dns(self.node)
+        self.assertIn("# untouched", self.hosts(a))
+        # A pod that stops being ready drops out of every pod's hosts.
+        cur = self.node.store.get(PODS, "default", "job-worker-0")
+        cur["status"]["conditions"][0]["status"] = "False"
+        self.node.store.replace(PODS, "default", "job-worker-0", cur)
+        write_dns(self.node)
+        self.assertEqual(self.answers(a), [])
 
 
 if __name__ == "__main__":

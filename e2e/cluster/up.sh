@@ -58,8 +58,9 @@ worker=${MWJ_WORKER_BIN:-$root/build/bin/mwj-worker}
 images=(--image "mwj-worker=$worker" "${images[@]}")
 
 # Pods' processes preload podnet.so: listening on all interfaces listens on
-# the pod's own loopback address.
+# the pod's own loopback address. Each container starts in podsandbox.
 cc -O2 -fPIC -shared "$here/podnet.c" -o "$dir/podnet.so" -ldl
+cc -O2 "$here/podsandbox.c" -o "$dir/podsandbox"
 
 # A CA of its own, and a server certificate for 127.0.0.1 signed by it.
 openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=mwj-local-ca" \
@@ -86,7 +87,8 @@ nohup /usr/bin/python3 "$here/apiserver.py" --port "$backend" --plain-http --pub
 	--token "$token" --node-dir "$dir/node" --ca "$dir/ca.crt" \
 	--bookmark-seconds "${MWJ_CLUSTER_BOOKMARK_SECONDS:-60}" \
 	--watch-history "${MWJ_CLUSTER_WATCH_HISTORY:-1000}" \
-	--podnet "$dir/podnet.so" "${images[@]}" > "$dir/apiserver.log" 2>&1 &
+	--podnet "$dir/podnet.so" --sandbox "$dir/podsandbox" "${images[@]}" \
+	> "$dir/apiserver.log" 2>&1 &
 echo $! > "$dir/apiserver.pid"
 
 conf=$(< "$here/nginx.conf.in")

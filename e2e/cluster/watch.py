@@ -48,8 +48,9 @@ class Watch:
         if self.rv_text not in ("", "0"):
             self.registry.wait_fresh(self.rv_text)
             return int(self.rv_text), []
-        items, rv = self.store.list(self.kind.key, self.ns)
-        return int(rv), [o for o in items if self.matches(o)]
+        with self.store.lock:  # the stored objects: send only reads them
+            items, rv = self.store.items(self.kind.key, self.ns), self.store.rv
+        return rv, [o for o in items if self.matches(o)]
 
     def _deliver(self, ev, send):
         """One stored change as the selector sees it."""

@@ -176,7 +176,9 @@ preempted() {
 	pod preemptee Never 'exec sleep 300' | k apply -f - > /dev/null && running preemptee || return 1
 	pid=$(pid_of preemptee)
 	timeout 30 "$kubectl" get pod preemptee -w --output-watch-events -o json > "$out" 2>&1 &
-	sleep 0.5
+	# Preempt once kubectl has the pod (its watch goes on from there): the
+	# node stops and deletes a preempted pod faster than kubectl starts.
+	for _ in $(seq 100); do grep -q '"ADDED"' "$out" && break; sleep 0.1; done
 	fault preempt preemptee > /dev/null &&
 		k wait --for=delete pod/preemptee --timeout=30s > /dev/null && gone "$pid" || return 1
 	for _ in $(seq 50); do grep -q '"DELETED"' "$out" && break; sleep 0.1; done
