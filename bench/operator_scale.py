@@ -3,11 +3,12 @@
 100 MultiWorkerJobs of 4 workers whose container is `sleep` (so that 400
 pods fit on one machine), applied at once. Prints JSON lines:
 
-  idle        the operator's RSS and CPU use with no jobs (10 s)
+  idle        the operator's RSS (anon and file pages apart), CPU use and
+              wake-ups with no jobs, over 10 s
   apply       from `kubectl create` of the 100 jobs to the 400th pod created:
               seconds, the operator's CPU seconds and API requests for it,
               and the local cluster's CPU seconds for the same work
-  loaded      RSS and idle CPU with 100 jobs and 400 pods cached
+  loaded      the same with 100 jobs and 400 pods cached, every pod running
   preemption  50 worker pods preempted one after another: from the
               operator receiving the deletion event (its "pod X is gone"
               line) to the replacement's create call answered ("created pod
@@ -56,9 +57,39 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
-def rss_bytes(pid):
-    with open(f"/proc/{pid}/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGESIZE")
+def idle_use(pid, seconds=10):
+    """CPU ms a second and wake-ups a second over seconds, from every
+    thread's scheduler statistics (nanoseconds; /proc's stat counts only
+    whole 10 ms ticks). Threads must not come or go meanwhile."""
+    def sample():
+        ns = switches = 0
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                ns += int(f.read().split()[0])
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches"):
+                        switches += int(line.split()[1])
+        return ns, switches
+    ns0, sw0 = sample()
+    time.sleep(seconds)
+    ns1, sw1 = sample()
+    return {"cpu_ms_per_s": round((ns1 - ns0) / 1e6 / seconds, 3),
+            "wakeups_per_s": round((sw1 - sw0) / seconds, 2)}
+
+
+def rss_mb(pid):
+    """RSS in MB, whole and split: anon (the operator's own heap and
+    stacks) and file (the pages of its binary and shared libraries that
+    it has touched, which other processes mapping them share)."""
+    kb = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, rest = line.partition(":")
+            if key in ("VmRSS", "RssAnon", "RssFile"):
+                kb[key] = int(rest.split()[0])
+    return {"rss_mb": round(kb["VmRSS"] / 1024, 2), "rss_anon_mb": round(kb["RssAnon"] / 1024, 2),
+            "rss_file_mb": round(kb["RssFile"] / 1024, 2)}
 
 
 def wait_for(what, fn, timeout=600, every=0.1):
@@ -182,10 +213,7 @@ def main():
         op = Operator(state, "operator.log")
         wait_for("readiness", op.ready)
         time.sleep(2)
-        c0 = cpu_seconds(op.proc.pid)
-        time.sleep(10)
-        emit(phase="idle", jobs=0, rss_mb=round(rss_bytes(op.proc.pid) / 2**20, 2),
-             cpu_ms_per_s=round((cpu_seconds(op.proc.pid) - c0) * 100, 3))
+        emit(phase="idle", jobs=0, **rss_mb(op.proc.pid), **idle_use(op.proc.pid))
 
         c0, k0, r0 = cpu_seconds(op.proc.pid), cluster_cpu(state), op.api_requests()
         t0 = time.monotonic()
@@ -201,21 +229,18 @@ def main():
              cluster_cpu_s=round(k_cpu, 2),
              operator_cpu_share=round(op_cpu / (op_cpu + k_cpu), 4))
 
+        # Loaded and idle: every pod running, so no status changes come.
+        wait_for("every pod to run", lambda: kubectl(
+            "get", "pods", "-o", "jsonpath={.items[*].status.phase}").split().count(
+                "Running") == JOBS * WORKERS, timeout=1800, every=2)
         time.sleep(5)
-        c0 = cpu_seconds(op.proc.pid)
-        time.sleep(10)
+        use = idle_use(op.proc.pid)
         emit(phase="loaded", jobs=JOBS, pods_cached=int(op.value(
             "mwj_operator_cached_objects", resource="pods")),
-             rss_mb=round(rss_bytes(op.proc.pid) / 2**20, 2),
-             cpu_ms_per_s=round((cpu_seconds(op.proc.pid) - c0) * 100, 3))
+             **rss_mb(op.proc.pid), **use)
 
         fault = os.path.join(ROOT, "e2e", "cluster", "fault.sh")
-        # The local node starts pods far slower than the operator creates
-        # them: only the pods to be preempted need to be running.
         targets = [f"s{i}-worker-1" for i in range(PREEMPTIONS)]
-        wait_for("the pods to preempt to run", lambda: kubectl(
-            "get", "pods", *targets, "-o", "jsonpath={.items[*].status.phase}").split().count(
-                "Running") == PREEMPTIONS, timeout=1800, every=2)
         for pod in targets:
             subprocess.run([fault, "-d", state, "preempt", pod, "--grace", "0"], check=True,
                            stdout=subprocess.DEVNULL)
@@ -242,7 +267,7 @@ def main():
         emit(phase="restart", ready_s=round(t_ready, 3), resynced_s=round(t_sync, 3),
              pods_created_after_restart=int(op.value("mwj_operator_pods_created_total")),
              pods=kubectl("get", "pods", "-o", "name").count("\n"), pods_before=created_before,
-             rss_mb=round(rss_bytes(op.proc.pid) / 2**20, 2))
+             **rss_mb(op.proc.pid))
     finally:
         if op is not None and op.proc.poll() is None:
             op.proc.kill()

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "actions.h"
+#include "cache_keep.h"
 #include "err.h"
 #include "job.h"
 #include "log.h"
@@ -141,70 +142,6 @@ static int owned_by(const cJSON *obj, const char *ns, const char *uid)
 	const char *ons = str_member(meta, "namespace");
 
 	return ref && ons && strcmp(ons, ns) == 0 && strcmp(str_member(ref, "uid"), uid) == 0;
-}
-
-/* --- what the caches keep --- */
-
-/* Every kind: managedFields (a real server's record of who set which
- * field, often larger than the rest) is never read. */
-static void keep_no_managed_fields(cJSON *obj)
-{
-	cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
-	                                        "managedFields");
-}
-
-/* Jobs: whole (the template makes the pods), but kubectl's copy of the
- * last applied manifest, which repeats the spec. */
-static void keep_job(cJSON *obj)
-{
-	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-
-	keep_no_managed_fields(obj);
-	cJSON_DeleteItemFromObjectCaseSensitive(
-	    cJSON_GetObjectItemCaseSensitive(meta, "annotations"),
-	    "kubectl.kubernetes.io/last-applied-configuration");
-}
-
-/* Pods: metadata and status, and of the spec only the containers' names
- * (pod_view.h reads no more); the rest of a pod's spec is its template,
- * which the job has already. */
-static void keep_pod(cJSON *obj)
-{
-	cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec"), *item;
-	cJSON *containers = cJSON_DetachItemFromObjectCaseSensitive(spec, "containers");
-
-	keep_no_managed_fields(obj);
-	cJSON_DeleteItemFromObjectCaseSensitive(obj, "spec");
-	spec = cJSON_AddObjectToObject(obj, "spec");
-	if (spec == NULL)
-		die("out of memory");
-	cJSON_ArrayForEach(item, containers)
-	{
-		cJSON *keep = cJSON_DetachItemFromObjectCaseSensitive(item, "name");
-		while (item->child != NULL)
-			cJSON_Delete(cJSON_DetachItemViaPointer(item, item->child));
-		if (keep != NULL)
-			cJSON_AddItemToObject(item, "name", keep);
-	}
-	if (containers != NULL)
-		cJSON_AddItemToObject(spec, "containers", containers);
-}
-
-/* Services, Secrets, NetworkPolicies: only that they exist and who owns
- * them matters; a Secret's key material is not kept in memory. */
-static void keep_metadata(cJSON *obj)
-{
-	cJSON *item = obj->child;
-
-	keep_no_managed_fields(obj);
-	while (item != NULL) {
-		cJSON *next = item->next;
-		if (item->string == NULL ||
-		    (strcmp(item->string, "metadata") != 0 && strcmp(item->string, "kind") != 0 &&
-		     strcmp(item->string, "apiVersion") != 0))
-			cJSON_Delete(cJSON_DetachItemViaPointer(obj, item));
-		item = next;
-	}
 }
 
 /* --- handlers: what changed -> which job to look at --- */
@@ -527,13 +464,14 @@ int controller_init(struct controller *c, struct kube_api *api, const struct con
 	pthread_mutex_init(&c->written_lock, NULL);
 	strmap_init(&c->written);
 	informer_setup(c, &c->jobs, "multiworkerjobs", MWJ_GROUP, "multiworkerjobs", NULL, on_job,
-	               keep_job);
-	informer_setup(c, &c->pods, "pods", "", "pods", SELECTOR, on_pod, keep_pod);
+	               cache_keep_job);
+	informer_setup(c, &c->pods, "pods", "", "pods", SELECTOR, on_pod, cache_keep_pod);
 	informer_setup(c, &c->services, "services", "", "services", SELECTOR, on_owned,
-	               keep_metadata);
-	informer_setup(c, &c->secrets, "secrets", "", "secrets", SELECTOR, on_owned, keep_metadata);
+	               cache_keep_metadata);
+	informer_setup(c, &c->secrets, "secrets", "", "secrets", SELECTOR, on_owned,
+	               cache_keep_metadata);
 	informer_setup(c, &c->policies, "networkpolicies", "networking.k8s.io", "networkpolicies",
-	               SELECTOR, on_owned, keep_metadata);
+	               SELECTOR, on_owned, cache_keep_metadata);
 	return 0;
 }
 

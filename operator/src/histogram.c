@@ -28,7 +28,9 @@ void histogram_read(const struct histogram *h, unsigned long cumulative[HISTOGRA
 		cumulative[b] = run;
 	}
 	*count = __atomic_load_n(&h->count, __ATOMIC_RELAXED);
-	/* The count is read last, so it is never below the buckets' sum. */
+	/* An observation being added may be in its bucket and not yet in the
+	 * count: the count is raised to the buckets' sum so that the +Inf
+	 * bucket never exceeds _count in what is served. */
 	if (*count < run)
 		*count = run;
 	*sum_s = (double)__atomic_load_n(&h->sum_us, __ATOMIC_RELAXED) / 1e6;

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "parse.h"
 #include "prom_text.h"
+#include "timers.h"
 
 #define CONNECTION_LIMIT     64
 #define CONNECTION_TIMEOUT_S 10
@@ -107,7 +108,7 @@ static enum MHD_Result healthz(struct MHD_Connection *conn, const struct operato
 
 	if (l != NULL) {
 		long long beat = __atomic_load_n(&l->heartbeat_ms, __ATOMIC_RELAXED);
-		leader_ok = leader_now_ms() - beat <
+		leader_ok = timers_now_ms() - beat <
 		            (long long)l->cfg.lease_ms * LEADER_STALL_FACTOR + l->cfg.renew_ms;
 	}
 	if (ok && leader_ok)

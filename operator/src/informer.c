@@ -5,7 +5,7 @@
  * informer (informer_get) and the objects it is handed stay valid for the
  * call. Readers on other threads copy under the lock.
  *
- * As client-go's reflector: the list is paged (limit=500, following
+ * As client-go's reflector, the list is paged (following
  * metadata.continue; a continue token that expired falls back to one list
  * of everything, as tools/pager does); the watch resumes from the newest
  * resourceVersion seen, an event's or a bookmark's; 410 Gone, as the

@@ -14,6 +14,7 @@
 #include "json_out.h"
 #include "log.h"
 #include "timefmt.h"
+#include "timers.h"
 
 #define LEASE_GROUP   "coordination.k8s.io"
 #define LEASE_VERSION "v1"
@@ -25,14 +26,6 @@
 
 /* How often a release reads the Lease again after a 409. */
 #define RELEASE_ATTEMPTS 3
-
-long long leader_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int get_int(const int *p)
 {
@@ -128,7 +121,7 @@ void leader_init(struct leader *l, struct kube_api *api, const struct leader_con
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&l->wake, &attr);
 	pthread_condattr_destroy(&attr);
-	l->heartbeat_ms = leader_now_ms();
+	l->heartbeat_ms = timers_now_ms();
 }
 
 void leader_destroy(struct leader *l)
@@ -296,7 +289,7 @@ int leader_active(void *arg)
 	struct leader *l = arg;
 
 	return get_int(&l->leading) && !get_int(&l->stopping) &&
-	       leader_now_ms() < get_ll(&l->renewed_ms) + l->cfg.renew_ms;
+	       timers_now_ms() < get_ll(&l->renewed_ms) + l->cfg.renew_ms;
 }
 
 static void became_leader(struct leader *l)
@@ -328,7 +321,7 @@ static long long candidate_wait_ms(const struct leader *l)
 	unsigned int r = 0;
 
 	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
-		r = (unsigned int)leader_now_ms();
+		r = (unsigned int)timers_now_ms();
 	return l->cfg.retry_ms +
 	       (long long)(r % ((unsigned)l->cfg.retry_ms * JITTER_PERCENT / 100 + 1));
 }
@@ -336,13 +329,13 @@ static long long candidate_wait_ms(const struct leader *l)
 /* Waits ms on the monotonic clock. Returns -1 when stopped. */
 static int pause_ms(struct leader *l, long long ms)
 {
-	long long until = leader_now_ms() + ms;
+	long long until = timers_now_ms() + ms;
 	struct timespec ts = {.tv_sec = (time_t)(until / 1000),
 	                      .tv_nsec = (long)(until % 1000) * 1000000};
 	int stopping;
 
 	pthread_mutex_lock(&l->lock);
-	while (!l->stopping && leader_now_ms() < until) {
+	while (!l->stopping && timers_now_ms() < until) {
 		if (pthread_cond_timedwait(&l->wake, &l->lock, &ts) == ETIMEDOUT)
 			break;
 	}
@@ -360,7 +353,7 @@ static void *leader_main(void *arg)
 	log_info("leader election: candidate %s for the Lease %s/%s", l->cfg.identity,
 	         l->cfg.namespace, l->cfg.name);
 	for (;;) {
-		long long now = leader_now_ms();
+		long long now = timers_now_ms();
 		int leading = get_int(&l->leading);
 		int rc = leader_try(l, now, err);
 
@@ -372,7 +365,7 @@ static void *leader_main(void *arg)
 			stopped_leading(l, "another replica holds it");
 		} else if (rc < 0 && leading) {
 			count(&l->renew_failures);
-			if (leader_now_ms() >= get_ll(&l->renewed_ms) + l->cfg.renew_ms)
+			if (timers_now_ms() >= get_ll(&l->renewed_ms) + l->cfg.renew_ms)
 				stopped_leading(l, "not renewed within the renew deadline");
 			else
 				log_warn("leader election: renewing failed: %s; retrying", err);

@@ -89,7 +89,7 @@ void leader_identity(char *out);
 /* Sets l up (nothing runs yet). The strings in cfg must outlive l. */
 void leader_init(struct leader *l, struct kube_api *api, const struct leader_config *cfg);
 
-/* One try to acquire or renew at monotonic time now_ms (the loop's step;
+/* One try to acquire or renew at now_ms on timers_now_ms's clock (the loop's step;
  * exposed for tests, which drive time). Returns 1 when this replica holds
  * the Lease now, 0 when another does, -1 with a message when the API did
  * not answer as needed (the caller's rules above then apply). Does not
@@ -116,8 +116,5 @@ int leader_release(struct leader *l, char *err);
 
 /* Frees what leader_init set up. Call after leader_stop. */
 void leader_destroy(struct leader *l);
-
-/* The monotonic clock in milliseconds, which every time above is on. */
-long long leader_now_ms(void);
 
 #endif

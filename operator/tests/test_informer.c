@@ -34,7 +34,7 @@
 #define MAX_CALLS  64
 #define SELECTOR   "app.kubernetes.io/managed-by=mwj-operator"
 #define SEL_QUERY  "labelSelector=app.kubernetes.io%2Fmanaged-by%3Dmwj-operator"
-#define LIST_PATH  "/api/v1/pods?" SEL_QUERY "&limit=500"
+#define LIST_PATH  "/api/v1/pods?" SEL_QUERY "&limit=100"
 #define WATCH_PATH(rv)                                                                             \
 	"/api/v1/pods?watch=true&allowWatchBookmarks=true&resourceVersion=" rv                     \
 	"&timeoutSeconds=300&" SEL_QUERY
@@ -680,7 +680,7 @@ static void test_a_namespaced_resource_of_a_group_has_its_own_paths(void **state
 	script_list(&e->fake, 200, list_body("10", NULL, NULL));
 	start(e);
 	assert_request(&e->fake, 0, 'L',
-	               "/apis/training.mwj.io/v1/namespaces/team-a/multiworkerjobs?limit=500");
+	               "/apis/training.mwj.io/v1/namespaces/team-a/multiworkerjobs?limit=100");
 	assert_request(&e->fake, 1, 'W',
 	               "/apis/training.mwj.io/v1/namespaces/team-a/multiworkerjobs?watch=true&"
 	               "allowWatchBookmarks=true&resourceVersion=10&timeoutSeconds=60");

@@ -29,6 +29,7 @@
 #include "json.h"
 #include "kube_api.h"
 #include "leader.h"
+#include "timers.h"
 
 #define LEASE_PATH "/apis/coordination.k8s.io/v1/namespaces/ops/leases/mwj-operator"
 #define LEASES     "/apis/coordination.k8s.io/v1/namespaces/ops/leases"
@@ -378,7 +379,7 @@ static void test_leader_active_ends_at_the_renew_deadline(void **state)
 {
 	struct pair p;
 	char err[ERR_LEN];
-	long long now = leader_now_ms();
+	long long now = timers_now_ms();
 
 	(void)state;
 	pair_init(&p, 15000, 10000, 2000);
