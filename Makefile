@@ -4,6 +4,8 @@
 #   make test       build and run every unit and CLI test
 #   make test SAN=1 the same with ASan/UBSan, in build-san/
 #   make bench      throughput figures as JSON lines
+#   make soak       the operator under random faults for a few minutes, and
+#                   its e2e run again under LeakSanitizer (SEED=N replays)
 #   make demo       a short training run on Fashion-MNIST
 #   make fuzz       fuzz every parser of untrusted input with libFuzzer (clang)
 #   make lint       clang-format check and clang-tidy
@@ -93,7 +95,7 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS := -std=c17 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(PKG_CFLAGS) \
 	$(OPERATOR_PKG_CFLAGS) -Icommon -Iworker/src -Ioperator/src -MMD -MP
 
-.PHONY: all test bench demo fuzz lint clean
+.PHONY: all test bench soak demo fuzz lint clean
 all: $(WORKER_BIN) $(OPERATOR_BIN)
 
 $(OBJ)/%.o: %.c
@@ -211,6 +213,15 @@ test: $(WORKER_BIN) $(OPERATOR_BIN) $(TESTS) $(FUZZ_REPLAYS)
 
 bench: $(WORKER_BIN) $(OPERATOR_BIN) $(BENCHES)
 	MWJ_BIN_DIR=$(abspath $(BIN)) MWJ_TEST_DATA=$(MWJ_TEST_DATA) bench/run.sh
+
+# The soak's leak part runs the operator built with ASan (LeakSanitizer
+# included) in a build folder of its own, made by a make of its own: this
+# Makefile's rules build one folder per run.
+SOAK_SAN_BUILD := $(patsubst %-san,%,$(BUILD))-san
+soak: $(WORKER_BIN) $(OPERATOR_BIN)
+	$(MAKE) SAN=1 BUILD=$(SOAK_SAN_BUILD) $(SOAK_SAN_BUILD)/bin/mwj-operator
+	MWJ_BIN_DIR=$(abspath $(BIN)) /usr/bin/python3 bench/operator_soak.py \
+		--leak-operator $(abspath $(SOAK_SAN_BUILD)/bin/mwj-operator) $(if $(SEED),--seed $(SEED))
 
 demo: $(WORKER_BIN)
 	$(WORKER_BIN) train --data-dir $(MWJ_TEST_DATA) --epochs 2 --steps-per-epoch 200 --optimizer adam \
