@@ -65,6 +65,10 @@ struct run {
 	struct train_position pos;   /* where training stands */
 	struct train_position saved; /* of the last backup started */
 	int have_saved;
+	/* A position was taken up (adopt_position). Before, the state is the
+	 * one read from a backup or the initial one: nothing to back up, and
+	 * pos does not yet say which world and batch it is for. */
+	int adopted;
 	long steps;     /* per epoch */
 	double lost_at; /* when the last resync began, until a step is done after it */
 	float *x;       /* (batch, rows, cols, 1) */
@@ -223,6 +227,7 @@ static void adopt_position(struct run *r, const struct train_config *cfg)
 	p->batch_size = batch;
 	if (p->step > r->steps)
 		p->step = r->steps;
+	r->adopted = 1;
 }
 
 /* One step: this worker's share of the next global batch, forward, loss,
@@ -271,11 +276,14 @@ static int train_step(struct run *r, int batch, int *notices, char *err)
 }
 
 /* The chief starts a backup of where training stands, unless it has
- * already started one of this very position. */
+ * already started one of this very position, or has taken up none yet (a
+ * peer lost during the first state sync): a backup written then would say
+ * world 0, and no replacement could resume from it. */
 static void take_backup(struct run *r, const struct train_config *cfg)
 {
-	if (!r->backup || (r->have_saved && r->saved.global_step == r->pos.global_step &&
-	                   r->saved.epoch == r->pos.epoch))
+	if (!r->backup || !r->adopted ||
+	    (r->have_saved && r->saved.global_step == r->pos.global_step &&
+	     r->saved.epoch == r->pos.epoch))
 		return;
 	struct checkpoint c = run_checkpoint(r, cfg);
 	backup_start(r->backup, &c);
