@@ -151,7 +151,11 @@ static int run_handshake(struct handshake *h, int fd, long long deadline_ms, cha
  * peer that says nothing RENDEZVOUS_HANDSHAKE_MS. Returns the socket,
  * RENDEZVOUS_REFUSED, or -1 to retry (err says why); *odd is set when
  * something answered that is not the peer as it should be, which is worth
- * a warning, rather than nothing being there yet. */
+ * a warning, rather than nothing being there yet: ODD_VERDICT when the
+ * peer finished the handshake and said why it would not go on (a job key
+ * on one side only, say), ODD_BROKEN when the handshake broke off. */
+enum { ODD_BROKEN = 1, ODD_VERDICT = 2 };
+
 static int connect_next(const struct tf_config *tc, const struct hello *me,
                         const struct job_key *key, long long deadline, int *odd, char *err)
 {
@@ -168,13 +172,14 @@ static int connect_next(const struct tf_config *tc, const struct hello *me,
 		return retry ? -1 : RENDEZVOUS_REFUSED;
 	h = xmalloc(sizeof(*h));
 	handshake_init(h, HANDSHAKE_CONNECT, me, key, (uint32_t)next);
-	*odd = 1;
+	*odd = ODD_BROKEN;
 	if (run_handshake(h, fd, min_ll(deadline, net_now_ms() + RENDEZVOUS_HANDSHAKE_MS), err) <
 	    0) {
 		err_prefix(err, "handshake with %s", name);
 		net_close(fd);
 		fd = -1; /* the peer may be restarting, or something else is there */
 	} else if (h->status != HANDSHAKE_OK) {
+		*odd = ODD_VERDICT;
 		explain(h, name, err);
 		net_close(fd);
 		fd = h->status == HANDSHAKE_REFUSED ? RENDEZVOUS_REFUSED : -1;
@@ -415,6 +420,10 @@ static int connect_loop(const struct tf_config *tc, const struct hello *me,
 	long long backoff = BACKOFF_FIRST_MS;
 	struct ratelimit limit;
 	int fd = -1, odd;
+	/* The peer's last verdict: worth more than a later try that broke off
+	 * (the peer giving up at its own deadline, say), so that is what a
+	 * time-out reports. */
+	char verdict[ERR_LEN] = "";
 
 	ratelimit_init(&limit, LOG_BURST, LOG_INTERVAL_MS);
 	snprintf(last, ERR_LEN, "not tried");
@@ -427,8 +436,10 @@ static int connect_loop(const struct tf_config *tc, const struct hello *me,
 		/* A refused peer exits; give a correct one a little while, then
 		 * report the refusal rather than time out much later. */
 		long long refused_at = atomic_load(&a->refused_at);
+		if (odd == ODD_VERDICT)
+			snprintf(verdict, sizeof(verdict), "%s", last);
 		if (refused_at && net_now_ms() > refused_at + REFUSED_GRACE_MS)
-			return -1;
+			break;
 		if (odd)
 			log_limited(&limit, LOG_WARN, last);
 		else
@@ -437,6 +448,8 @@ static int connect_loop(const struct tf_config *tc, const struct hello *me,
 		sleep_ms(backoff < left ? backoff : (left > 0 ? left : 0));
 		backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
 	}
+	if (verdict[0] != '\0')
+		snprintf(last, ERR_LEN, "%s", verdict);
 	return -1;
 }
 
