@@ -1,10 +1,11 @@
 """What the comparison scripts share: where the built binaries are, the
 settings that are PyTorch's best (glibc malloc thresholds, and the OpenBLAS
-kernel set mwj runs with), and running a benchmark that prints JSON
-lines."""
+kernel set mwj runs with), running a benchmark that prints JSON lines, and
+polling for a condition with a time limit."""
 import json
 import os
 import subprocess
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BIN_DIR = os.environ.get("MWJ_BIN_DIR", os.path.join(HERE, "..", "build", "bin"))
@@ -30,3 +31,18 @@ def tuned_env():
     line = run_json([os.path.join(BIN_DIR, "bench_train"), "--steps", "10", "--model",
                      "cnn-pool", "--threads", "1"], {})[0]
     return {"GLIBC_TUNABLES": TUNED_MALLOC, "OPENBLAS_CORETYPE": line["blas_core"]}
+
+
+def wait_for(what, fn, *, timeout, every=0.1):
+    """Calls fn every `every` seconds until it returns something true, and
+    returns that. Raises TimeoutError naming what ("timed out waiting for
+    the CRD after 60 s") when timeout seconds pass first. There is no default
+    timeout: each caller says how long its wait may take. What fn raises
+    is not caught."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = fn()
+        if v:
+            return v
+        time.sleep(every)
+    raise TimeoutError(f"timed out waiting for {what} after {timeout:g} s")

@@ -35,9 +35,9 @@ from datetime import datetime
 
 from prometheus_client.parser import text_string_to_metric_families
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from benchlib import BIN_DIR, HERE, wait_for
+
 ROOT = os.path.dirname(HERE)
-BIN_DIR = os.environ.get("MWJ_BIN_DIR", os.path.join(ROOT, "build", "bin"))
 JOBS, WORKERS, PREEMPTIONS = 100, 4, 50
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -92,16 +92,6 @@ def rss_mb(pid):
             "rss_file_mb": round(kb["RssFile"] / 1024, 2)}
 
 
-def wait_for(what, fn, timeout=600, every=0.1):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        v = fn()
-        if v:
-            return v
-        time.sleep(every)
-    raise TimeoutError(f"timed out waiting for {what}")
-
-
 class Operator:
     def __init__(self, state, log_name):
         self.log = os.path.join(state, log_name)
@@ -109,8 +99,10 @@ class Operator:
             self.proc = subprocess.Popen(
                 [os.path.join(BIN_DIR, "mwj-operator"), "--metrics-addr", "127.0.0.1:0",
                  "--health-addr", "127.0.0.1:0"], stdout=out, stderr=subprocess.STDOUT)
-        self.metrics_port = wait_for("the metrics port", lambda: self._port("/metrics"))
-        self.health_port = wait_for("the health port", lambda: self._port("/healthz"))
+        self.metrics_port = wait_for("the metrics port", lambda: self._port("/metrics"),
+                                     timeout=600)
+        self.health_port = wait_for("the health port", lambda: self._port("/healthz"),
+                                    timeout=600)
 
     def _port(self, what):
         with open(self.log) as f:
@@ -209,9 +201,10 @@ def main():
         kubectl("apply", "-f", os.path.join(ROOT, "crds"))
         wait_for("the CRD", lambda: kubectl(
             "get", "crd", "multiworkerjobs.training.mwj.io", "-o",
-            "jsonpath={.status.conditions[?(@.type==\"Established\")].status}") == "True")
+            "jsonpath={.status.conditions[?(@.type==\"Established\")].status}") == "True",
+            timeout=600)
         op = Operator(state, "operator.log")
-        wait_for("readiness", op.ready)
+        wait_for("readiness", op.ready, timeout=600)
         time.sleep(2)
         emit(phase="idle", jobs=0, **rss_mb(op.proc.pid), **idle_use(op.proc.pid))
 
@@ -220,7 +213,7 @@ def main():
         kubectl("create", "-f", "-", stdin=jobs_yaml())
         t_apply = time.monotonic() - t0
         wait_for("400 pods", lambda: op.value("mwj_operator_pods_created_total") >=
-                 JOBS * WORKERS, every=0.2)
+                 JOBS * WORKERS, timeout=600, every=0.2)
         t_all = time.monotonic() - t0
         op_cpu, k_cpu = cpu_seconds(op.proc.pid) - c0, cluster_cpu(state) - k0
         emit(phase="apply", jobs=JOBS, pods=JOBS * WORKERS, kubectl_create_s=round(t_apply, 2),
@@ -259,10 +252,10 @@ def main():
         created_before = kubectl("get", "pods", "-o", "name").count("\n")
         t0 = time.monotonic()
         op = Operator(state, "operator-2.log")
-        wait_for("readiness", op.ready)
+        wait_for("readiness", op.ready, timeout=600)
         t_ready = time.monotonic() - t0
         wait_for("the resync", lambda: op.value("mwj_operator_reconcile_total") >= JOBS and
-                 op.value("mwj_operator_workqueue_depth") == 0, every=0.05)
+                 op.value("mwj_operator_workqueue_depth") == 0, timeout=600, every=0.05)
         t_sync = time.monotonic() - t0
         emit(phase="restart", ready_s=round(t_ready, 3), resynced_s=round(t_sync, 3),
              pods_created_after_restart=int(op.value("mwj_operator_pods_created_total")),

@@ -66,9 +66,9 @@ import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from benchlib import BIN_DIR, HERE, wait_for
+
 ROOT = os.path.dirname(HERE)
-BIN_DIR = os.environ.get("MWJ_BIN_DIR", os.path.join(ROOT, "build", "bin"))
 FAULT_SH = os.path.join(ROOT, "e2e", "cluster", "fault.sh")
 NS = "default"
 PODS = f"/api/v1/namespaces/{NS}/pods"
@@ -106,16 +106,6 @@ SAN_REPORT = re.compile(r"ERROR: LeakSanitizer|ERROR: AddressSanitizer|runtime e
 
 def emit(**kv):
     print(json.dumps({"bench": "operator_soak", **kv}), flush=True)
-
-
-def wait_for(what, fn, timeout=60, every=0.1):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        v = fn()
-        if v:
-            return v
-        time.sleep(every)
-    raise TimeoutError(f"timed out waiting for {what}")
 
 
 class Api:
@@ -600,7 +590,8 @@ class Soak:
         kubectl("apply", "-f", os.path.join(ROOT, "crds"), tries=10)
         wait_for("the CRD", lambda: kubectl(
             "get", "crd", "multiworkerjobs.training.mwj.io", "-o",
-            "jsonpath={.status.conditions[?(@.type==\"Established\")].status}") == "True")
+            "jsonpath={.status.conditions[?(@.type==\"Established\")].status}") == "True",
+            timeout=60)
         kubectl("apply", "-f", "-", stdin=CLAIM, tries=10)
         self.pods.start()
         self.jobs.start()
@@ -855,7 +846,10 @@ def log_evidence(soak):
     pats = {"watch_expired_410": r"expired \(410 Gone", "watch_resumed": r"resuming from",
             "watch_restarted": r"restarting the watch", "became_leader": r"became the leader",
             "lost_lease": r"lost the Lease", "pod_creates_logged": r"created pod ",
-            "still_terminating": r"still terminating"}
+            "still_terminating": r"still terminating",
+            "settled_by_relist": r"the pods' relist settles",
+            "gone_before_seen": r"deleted before the operator saw it",
+            "create_unconfirmed": r"CreateUnconfirmed"}
     out = {k: 0 for k in pats}
     for op in soak.ops:
         with open(op.log) as f:

@@ -26,7 +26,6 @@ import argparse
 import datetime
 import json
 import os
-import signal
 import socket
 import statistics
 import subprocess
