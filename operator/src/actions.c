@@ -167,6 +167,18 @@ static void emit(const struct actions_ctx *ctx, const struct job *j, const cJSON
 
 /* --- pods --- */
 
+/* What a create's answer says of the pod: created, surely not created (a
+ * 4xx: the request was refused as a whole), or unknown (no answer, a
+ * 5xx: the server may have stored it before it failed; or a 4xx after
+ * such a try, which may have been the one that created it). */
+static enum create_result create_result_of(int rc, const struct kube_result *res)
+{
+	if (rc == 0)
+		return CREATE_DONE;
+	return res->status >= 400 && res->status < 500 && !res->maybe_applied ? CREATE_REFUSED
+	                                                                      : CREATE_UNKNOWN;
+}
+
 static int create_pod(const struct actions_ctx *ctx, const struct job *j, const cJSON *job_obj,
                       const struct action *a, const char *key, char *err)
 {
@@ -179,6 +191,9 @@ static int create_pod(const struct actions_ctx *ctx, const struct job *j, const 
 	expectations_expect_create(ctx->expect, key, a->name, timers_now_ms());
 	rc = create(ctx, "", "v1", j->ns, "pods", pod, &res, err);
 	cJSON_Delete(pod);
+	if (ctx->outcomes)
+		create_outcomes_record(ctx->outcomes, key, a->index, a->attempt,
+		                       create_result_of(rc, &res));
 	if (rc != 0) {
 		expectations_create_failed(ctx->expect, key, a->name);
 		if (rc < 0 && (res.status == 422 || res.status == 400) && ctx->refused) {
@@ -196,6 +211,7 @@ static int create_pod(const struct actions_ctx *ctx, const struct job *j, const 
 		}
 		return -1;
 	}
+	expectations_create_answered(ctx->expect, key, a->name, timers_now_ms());
 	if (ctx->counters)
 		add(&ctx->counters->pods_created, 1);
 	log_info("job %s/%s: created pod %s (attempt %ld)", j->ns, j->name, a->name, a->attempt);
@@ -220,6 +236,7 @@ static int delete_pod(const struct actions_ctx *ctx, const struct job *j, const 
 		/* A newer pod of that name: the stale decision is dropped. */
 		return res.status == 409 ? 0 : -1;
 	}
+	expectations_delete_answered(ctx->expect, key, a->uid, timers_now_ms());
 	if (ctx->counters)
 		add(&ctx->counters->pods_deleted, 1);
 	log_info("job %s/%s: deleted pod %s", j->ns, j->name, a->name);

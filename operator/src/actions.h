@@ -34,6 +34,7 @@ struct actions_counters {
 struct actions_ctx {
 	struct kube_api *api;
 	struct expectations *expect;
+	struct create_outcomes *outcomes;  /* what each pod create's answer said (may be NULL) */
 	const char *instance;              /* the Events' reporting instance */
 	struct actions_counters *counters; /* the caller's (may be NULL) */
 	/* When not NULL: the job as the status write returned it (NULL when

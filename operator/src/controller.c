@@ -156,6 +156,7 @@ static void on_job(void *ctx, enum informer_op op, const cJSON *old, const cJSON
 		return;
 	if (op == INFORMER_DELETE) {
 		expectations_forget(&c->expect, key);
+		create_outcomes_forget(&c->outcomes, key);
 		written_forget(c, key);
 		return;
 	}
@@ -186,6 +187,23 @@ static void on_pod(void *ctx, enum informer_op op, const cJSON *old, const cJSON
 	            (marked_for_deletion(obj) && (old == NULL || !marked_for_deletion(old)))))
 		expectations_observe_delete(&c->expect, key, uid);
 	workqueue_add(&c->queue, key);
+}
+
+static void settled_by_list(void *ctx, const char *key)
+{
+	struct controller *c = ctx;
+
+	log_info("job %s: the pods' relist settles the creates and deletes it waited for", key);
+	workqueue_add(&c->queue, key);
+}
+
+/* A relist replaced the pod cache: a pod created and deleted while the
+ * watch was down shows in no event, and the list settles its create. */
+static void on_pods_listed(void *ctx, long long list_start_ms)
+{
+	struct controller *c = ctx;
+
+	expectations_observe_list(&c->expect, list_start_ms, settled_by_list, c);
 }
 
 static void on_owned(void *ctx, enum informer_op op, const cJSON *old, const cJSON *obj)
@@ -275,6 +293,7 @@ static int pass(struct controller *c, const char *key, const cJSON *obj, char *e
 	struct reconcile_output out;
 	struct pod_filter f;
 	struct pod_view *pods = NULL;
+	struct create_outcome *outcomes;
 	cJSON *list = NULL, *pod, *written = NULL;
 	char now[TIMEFMT_LEN], secret[JOB_NAME_LEN + 16], policy[JOB_NAME_LEN + 16];
 	struct kube_result res = {0};
@@ -310,11 +329,15 @@ static int pass(struct controller *c, const char *key, const cJSON *obj, char *e
 	in.have_network_policy = have_owned(&c->policies, &j, policy);
 	in.now_s = now_ms / 1000;
 	in.now = now;
+	outcomes = xcalloc((size_t)j.workers + 1, sizeof(*outcomes));
+	create_outcomes_get(&c->outcomes, key, j.workers, outcomes);
+	in.outcomes = outcomes;
 	reconcile(&in, &out);
 
 	struct actions_ctx actx = {
 	    .api = c->api,
 	    .expect = &c->expect,
+	    .outcomes = &c->outcomes,
 	    .instance = c->cfg.instance,
 	    .counters = &c->counts,
 	    .written = &written,
@@ -332,6 +355,7 @@ static int pass(struct controller *c, const char *key, const cJSON *obj, char *e
 		workqueue_add_after(&c->queue, key, out.requeue_at_s * 1000 - now_ms);
 	}
 	reconcile_output_release(&out);
+	free(outcomes);
 	free(pods);
 	cJSON_Delete(list);
 	job_release(&j);
@@ -358,6 +382,7 @@ int controller_sync(struct controller *c, const char *key, char *err)
 	obj = informer_get(&c->jobs, ns, slash + 1);
 	if (obj == NULL) {
 		expectations_forget(&c->expect, key);
+		create_outcomes_forget(&c->outcomes, key);
 		written_forget(c, key);
 		return 0; /* deleted: its objects go by garbage collection */
 	}
@@ -461,11 +486,13 @@ int controller_init(struct controller *c, struct kube_api *api, const struct con
 	if (workqueue_init(&c->queue, 0, 0, err) < 0)
 		return -1;
 	expectations_init(&c->expect, 0);
+	create_outcomes_init(&c->outcomes);
 	pthread_mutex_init(&c->written_lock, NULL);
 	strmap_init(&c->written);
 	informer_setup(c, &c->jobs, "multiworkerjobs", MWJ_GROUP, "multiworkerjobs", NULL, on_job,
 	               cache_keep_job);
 	informer_setup(c, &c->pods, "pods", "", "pods", SELECTOR, on_pod, cache_keep_pod);
+	c->pods.cfg.relisted = on_pods_listed;
 	informer_setup(c, &c->services, "services", "", "services", SELECTOR, on_owned,
 	               cache_keep_metadata);
 	informer_setup(c, &c->secrets, "secrets", "", "secrets", SELECTOR, on_owned,
@@ -512,6 +539,7 @@ static void queue_job(void *ctx, const cJSON *obj)
 
 void controller_lead(struct controller *c)
 {
+	create_outcomes_forget(&c->outcomes, NULL);
 	informer_each(&c->jobs, queue_job, c);
 }
 
@@ -555,6 +583,7 @@ void controller_stop(struct controller *c)
 		informer_release(informers(c, k));
 	workqueue_release(&c->queue);
 	expectations_release(&c->expect);
+	create_outcomes_release(&c->outcomes);
 	strmap_release(&c->written, written_free);
 	pthread_mutex_destroy(&c->written_lock);
 }

@@ -27,6 +27,7 @@
 #define MWJ_CONTROLLER_H
 
 #include "actions.h"
+#include "create_outcomes.h"
 #include "expectations.h"
 #include "histogram.h"
 #include "informer.h"
@@ -57,6 +58,7 @@ struct controller {
 	struct informer jobs, pods, services, secrets, policies;
 	struct workqueue queue;
 	struct expectations expect;
+	struct create_outcomes outcomes;
 	pthread_t threads[CONTROLLER_WORKERS_MAX];
 	int nthreads;
 	/* The job as the operator's last status write returned it, per job
@@ -81,7 +83,9 @@ int controller_init(struct controller *c, struct kube_api *api, const struct con
  * synced: the API unreachable or forbidden); call controller_stop then. */
 int controller_start(struct controller *c, int sync_ms, char *err);
 
-/* Queues every cached job: this replica has just become the leader. */
+/* Queues every cached job, and forgets what became of its own creates
+ * (another leader may have sent some since): this replica has just
+ * become the leader. */
 void controller_lead(struct controller *c);
 
 /* Informer k (0 .. CONTROLLER_INFORMERS - 1), for metrics. */

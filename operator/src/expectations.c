@@ -16,9 +16,15 @@
 
 enum expect_kind { EXPECT_CREATE, EXPECT_DELETE };
 
+/* One request in flight: when it was asked for, and when the API
+ * answered that it was done (-1: not yet). */
+struct in_flight {
+	long long expected_ms, answered_ms;
+};
+
 struct job_expect {
-	struct strmap creates; /* pod name -> long long *: when it was expected */
-	struct strmap deletes; /* pod uid -> long long *: when it was expected */
+	struct strmap creates; /* pod name -> struct in_flight * */
+	struct strmap deletes; /* pod uid -> struct in_flight * */
 };
 
 static struct strmap *set_of(struct job_expect *j, enum expect_kind kind)
@@ -58,9 +64,9 @@ static void expect(struct expectations *e, const char *job, enum expect_kind kin
                    long long now_ms)
 {
 	struct job_expect *j;
-	long long *at = xmalloc(sizeof(*at));
+	struct in_flight *at = xmalloc(sizeof(*at));
 
-	*at = now_ms;
+	*at = (struct in_flight){now_ms, -1};
 	pthread_mutex_lock(&e->lock);
 	j = strmap_get(&e->jobs, job);
 	if (j == NULL) {
@@ -87,6 +93,21 @@ static void settle(struct expectations *e, const char *job, enum expect_kind kin
 	pthread_mutex_unlock(&e->lock);
 }
 
+/* The API answered that id's request was done. */
+static void answered(struct expectations *e, const char *job, enum expect_kind kind, const char *id,
+                     long long now_ms)
+{
+	struct job_expect *j;
+	struct in_flight *at;
+
+	pthread_mutex_lock(&e->lock);
+	j = strmap_get(&e->jobs, job);
+	at = j ? strmap_get(set_of(j, kind), id) : NULL;
+	if (at != NULL)
+		at->answered_ms = now_ms;
+	pthread_mutex_unlock(&e->lock);
+}
+
 void expectations_expect_create(struct expectations *e, const char *job, const char *pod_name,
                                 long long now_ms)
 {
@@ -109,6 +130,18 @@ void expectations_delete_failed(struct expectations *e, const char *job, const c
 	settle(e, job, EXPECT_DELETE, pod_uid);
 }
 
+void expectations_create_answered(struct expectations *e, const char *job, const char *pod_name,
+                                  long long now_ms)
+{
+	answered(e, job, EXPECT_CREATE, pod_name, now_ms);
+}
+
+void expectations_delete_answered(struct expectations *e, const char *job, const char *pod_uid,
+                                  long long now_ms)
+{
+	answered(e, job, EXPECT_DELETE, pod_uid, now_ms);
+}
+
 void expectations_observe_create(struct expectations *e, const char *job, const char *pod_name)
 {
 	settle(e, job, EXPECT_CREATE, pod_name);
@@ -125,9 +158,9 @@ static long long oldest_in(const struct strmap *set, long long oldest)
 	size_t i = 0;
 
 	for (struct strmap_slot *s = strmap_next(set, &i); s != NULL; s = strmap_next(set, &i)) {
-		const long long *at = s->value;
-		if (*at < oldest)
-			oldest = *at;
+		const struct in_flight *at = s->value;
+		if (at->expected_ms < oldest)
+			oldest = at->expected_ms;
 	}
 	return oldest;
 }
@@ -159,4 +192,47 @@ void expectations_forget(struct expectations *e, const char *job)
 	pthread_mutex_lock(&e->lock);
 	job_free(strmap_remove(&e->jobs, job));
 	pthread_mutex_unlock(&e->lock);
+}
+
+/* Drops from set what was answered before list_start_ms. Returns how
+ * many. */
+static size_t drop_answered(struct strmap *set, long long list_start_ms)
+{
+	size_t i = 0, n = 0;
+
+	for (struct strmap_slot *s = strmap_next(set, &i); s != NULL; s = strmap_next(set, &i)) {
+		const struct in_flight *at = s->value;
+		if (at->answered_ms >= 0 && at->answered_ms < list_start_ms) {
+			free(strmap_remove(set, s->key));
+			n++;
+		}
+	}
+	return n;
+}
+
+void expectations_observe_list(struct expectations *e, long long list_start_ms,
+                               void (*fn)(void *ctx, const char *job), void *ctx)
+{
+	struct strmap settled;
+	size_t i = 0;
+
+	strmap_init(&settled);
+	pthread_mutex_lock(&e->lock);
+	for (struct strmap_slot *s = strmap_next(&e->jobs, &i); s != NULL;
+	     s = strmap_next(&e->jobs, &i)) {
+		struct job_expect *j = s->value;
+		if (drop_answered(&j->creates, list_start_ms) +
+		        drop_answered(&j->deletes, list_start_ms) ==
+		    0)
+			continue;
+		strmap_put(&settled, s->key, NULL);
+		if (j->creates.len == 0 && j->deletes.len == 0)
+			job_free(strmap_remove(&e->jobs, s->key));
+	}
+	pthread_mutex_unlock(&e->lock);
+	i = 0;
+	for (struct strmap_slot *s = strmap_next(&settled, &i); s != NULL;
+	     s = strmap_next(&settled, &i))
+		fn(ctx, s->key);
+	strmap_release(&settled, NULL);
 }

@@ -449,6 +449,7 @@ static void *informer_main(void *arg)
 			watch_once(inf, &st);
 			continue;
 		}
+		long long list_start = now_ms();
 		if (list_pager_relist(inf, err) < 0) {
 			st.delay_ms = backoff_fail(&st.bo);
 			if (!quiet(inf))
@@ -457,6 +458,8 @@ static void *informer_main(void *arg)
 			continue;
 		}
 		count(inf, &inf->lists);
+		if (inf->cfg.relisted != NULL)
+			inf->cfg.relisted(inf->cfg.handler_ctx, list_start);
 		st.need_list = 0;
 		if (st.next_resync == 0 && inf->cfg.resync_s > 0)
 			st.next_resync = now_ms() + (long long)inf->cfg.resync_s * 1000;

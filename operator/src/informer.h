@@ -46,6 +46,10 @@ struct informer_config {
 	int resync_s;               /* 0: no periodic resync */
 	informer_fn handler;
 	void *handler_ctx;
+	/* Called with handler_ctx after every list is in the cache and the
+	 * handler has been told of it, with when the list began (monotonic
+	 * ms): what was done before then is in it. NULL: not called. */
+	void (*relisted)(void *ctx, long long list_start_ms);
 	/* Called on every object before it is cached, on the informer's
 	 * thread, to drop what the controller never reads (client-go's
 	 * TransformFunc): the cache, and so the operator's memory, then

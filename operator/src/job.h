@@ -47,7 +47,14 @@ struct job_condition {
 };
 
 /* Why the operator recreates an index itself. */
-enum restart_cause { CAUSE_NONE, CAUSE_FAILURE, CAUSE_PREEMPTION, CAUSE_SCOPE, CAUSE_RESUME };
+enum restart_cause {
+	CAUSE_NONE,
+	CAUSE_FAILURE,
+	CAUSE_PREEMPTION,
+	CAUSE_SCOPE,
+	CAUSE_RESUME,
+	CAUSE_UNCONFIRMED, /* the first create's pod was never seen: the next attempt */
+};
 
 struct job_status {
 	enum job_phase phase;
@@ -65,10 +72,13 @@ struct job_status {
 	/* Bookkeeping, one entry per worker index (nworkers of them):
 	 * the attempt of the index's pod, current or next (-1: no pod of it
 	 * seen yet: its first create is tried again until one is), and why
-	 * the operator is recreating it (CAUSE_NONE: it is not). */
+	 * the operator is recreating it (CAUSE_NONE: it is not), and the
+	 * newest attempt whose create it has sent (-1: none), written before
+	 * the create goes out. */
 	int nworkers;
 	long *attempts;
 	enum restart_cause *restarting;
+	long *sent;
 };
 
 struct job {

@@ -18,7 +18,8 @@
 #define INT_MAX_LL  2147483647LL
 #define ATTEMPT_MAX 1000000000000000LL
 
-static const char *const cause_names[] = {"", "Failure", "Preemption", "Scope", "Resume"};
+static const char *const cause_names[] = {"",      "Failure", "Preemption",
+                                          "Scope", "Resume",  "Unconfirmed"};
 
 /* --- Reading --- */
 
@@ -90,26 +91,37 @@ static enum restart_cause cause_parse(const char *name)
 	return CAUSE_NONE;
 }
 
-static void bookkeeping_parse(struct job_status *s, const cJSON *status)
+/* An array of attempts (-1 or more) into to[0..nworkers); an entry
+ * missing or unreadable stays as it is (-1). */
+static void attempts_parse(long *to, int nworkers, const cJSON *list)
 {
-	const cJSON *attempts = cJSON_GetObjectItemCaseSensitive(status, "workerAttempts");
-	const cJSON *restarting = cJSON_GetObjectItemCaseSensitive(status, "restartingWorkers");
 	const cJSON *it;
 	int i = 0;
 
-	if (!cJSON_IsArray(attempts))
-		attempts = NULL;
-	if (!cJSON_IsArray(restarting))
-		restarting = NULL;
-	cJSON_ArrayForEach(it, attempts)
+	if (!cJSON_IsArray(list))
+		return;
+	cJSON_ArrayForEach(it, list)
 	{
-		if (i == s->nworkers)
+		if (i == nworkers)
 			break;
 		if (cJSON_IsNumber(it) && it->valuedouble >= -1 && it->valuedouble <= ATTEMPT_MAX &&
 		    it->valuedouble == (double)(long)it->valuedouble)
-			s->attempts[i] = (long)it->valuedouble;
+			to[i] = (long)it->valuedouble;
 		i++;
 	}
+}
+
+static void bookkeeping_parse(struct job_status *s, const cJSON *status)
+{
+	const cJSON *restarting = cJSON_GetObjectItemCaseSensitive(status, "restartingWorkers");
+	const cJSON *it;
+
+	attempts_parse(s->attempts, s->nworkers,
+	               cJSON_GetObjectItemCaseSensitive(status, "workerAttempts"));
+	attempts_parse(s->sent, s->nworkers,
+	               cJSON_GetObjectItemCaseSensitive(status, "sentAttempts"));
+	if (!cJSON_IsArray(restarting))
+		restarting = NULL;
 	cJSON_ArrayForEach(it, restarting)
 	{
 		long long index = num_or(it, "index", 0, (long long)s->nworkers - 1, -1);
@@ -139,9 +151,10 @@ void job_status_parse(struct job_status *s, const cJSON *status, int nworkers)
 	if (s->nworkers > 0) {
 		s->attempts = xcalloc((size_t)s->nworkers, sizeof(*s->attempts));
 		s->restarting = xcalloc((size_t)s->nworkers, sizeof(*s->restarting));
+		s->sent = xcalloc((size_t)s->nworkers, sizeof(*s->sent));
 	}
 	for (int i = 0; i < s->nworkers; i++)
-		s->attempts[i] = -1;
+		s->attempts[i] = s->sent[i] = -1;
 	if (!cJSON_IsObject(status))
 		return;
 	s->phase = phase_parse(json_in_str(status, "phase"));
@@ -174,14 +187,17 @@ void job_status_copy(struct job_status *dst, const struct job_status *src)
 	*dst = *src;
 	dst->attempts = NULL;
 	dst->restarting = NULL;
-	if (n == 0 || src->attempts == NULL || src->restarting == NULL) {
+	dst->sent = NULL;
+	if (n == 0 || src->attempts == NULL || src->restarting == NULL || src->sent == NULL) {
 		dst->nworkers = 0;
 		return;
 	}
 	dst->attempts = xcalloc(n, sizeof(*dst->attempts));
 	dst->restarting = xcalloc(n, sizeof(*dst->restarting));
+	dst->sent = xcalloc(n, sizeof(*dst->sent));
 	memcpy(dst->attempts, src->attempts, n * sizeof(*dst->attempts));
 	memcpy(dst->restarting, src->restarting, n * sizeof(*dst->restarting));
+	memcpy(dst->sent, src->sent, n * sizeof(*dst->sent));
 }
 
 void job_status_release(struct job_status *s)
@@ -190,8 +206,10 @@ void job_status_release(struct job_status *s)
 		return;
 	free(s->attempts);
 	free(s->restarting);
+	free(s->sent);
 	s->attempts = NULL;
 	s->restarting = NULL;
+	s->sent = NULL;
 	s->nworkers = 0;
 }
 
@@ -227,11 +245,18 @@ static void bookkeeping_to_json(cJSON *status, const struct job_status *s)
 {
 	cJSON *list = NULL;
 
-	if (s->nworkers <= 0 || s->attempts == NULL || s->restarting == NULL)
+	if (s->nworkers <= 0 || s->attempts == NULL || s->restarting == NULL || s->sent == NULL)
 		return;
 	list = json_out_arr(status, "workerAttempts");
 	for (int i = 0; i < s->nworkers; i++)
 		json_out_num(list, NULL, (double)s->attempts[i]);
+	/* Left out until a create is sent, as a job from before it was kept. */
+	list = NULL;
+	for (int i = 0; i < s->nworkers && list == NULL; i++)
+		if (s->sent[i] >= 0)
+			list = json_out_arr(status, "sentAttempts");
+	for (int i = 0; list != NULL && i < s->nworkers; i++)
+		json_out_num(list, NULL, (double)s->sent[i]);
 	list = NULL;
 	for (int i = 0; i < s->nworkers; i++) {
 		cJSON *o;

@@ -307,7 +307,7 @@ static int request(struct kube_api *api, const struct kube_req *req, struct kube
 	long long start = now_ms();
 	struct kube_req r = *req;
 	char why[ERR_LEN] = "";
-	int attempt;
+	int attempt, unsure = 0;
 
 	memset(resp, 0, sizeof(*resp));
 	resp->retry_after_s = -1;
@@ -327,8 +327,10 @@ static int request(struct kube_api *api, const struct kube_req *req, struct kube
 			return err_set(err, "not sent: this replica is not the leader");
 		}
 		rc = attempt_once(api, &r, resp, why);
+		resp->maybe_applied = unsure;
 		if (!is_retryable(rc, resp->status))
 			return 0;
+		unsure |= rc < 0 || resp->status >= 500;
 		if (r.once) {
 			if (rc == 0)
 				return 0;
@@ -447,6 +449,7 @@ static void set_result(struct kube_result *res, const struct kube_resp *resp)
 	if (res == NULL)
 		return;
 	res->status = resp->status;
+	res->maybe_applied = resp->maybe_applied;
 	snprintf(res->reason, sizeof(res->reason), "%s", resp->reason);
 	snprintf(res->message, sizeof(res->message), "%s", resp->message);
 }
@@ -466,6 +469,7 @@ static int do_verb(struct kube_api *api, const struct verb *v, cJSON **out, stru
 		*out = NULL;
 	if (res != NULL) {
 		res->status = 0;
+		res->maybe_applied = 0;
 		res->reason[0] = '\0';
 		res->message[0] = '\0';
 	}

@@ -56,6 +56,10 @@ struct kube_resp {
 	char reason[KUBE_REASON_LEN]; /* "NotFound", "Conflict", "AlreadyExists", ... */
 	char message[ERR_LEN];
 	int retry_after_s;
+	/* An earlier try of this request got no answer or a 5xx, so it may
+	 * have been carried out: a 409 AlreadyExists after it may be its own
+	 * doing. Set by kube_api_request. */
+	int maybe_applied;
 };
 
 void kube_resp_release(struct kube_resp *r);
@@ -185,6 +189,7 @@ struct kube_result {
 	long status;
 	char reason[KUBE_REASON_LEN];
 	char message[ERR_LEN]; /* the Status' message, or "" */
+	int maybe_applied;     /* as in struct kube_resp */
 };
 
 int kube_get(struct kube_api *api, const char *path, cJSON **out, struct kube_result *res,

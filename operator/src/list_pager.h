@@ -1,7 +1,7 @@
 /* list_pager.h - the list half of an informer's list-then-watch (informer.h):
  * every page of the collection, then the result in place of the cache.
  *
- * - Pages of 500 (limit), following metadata.continue; a continue token
+ * - Pages of 100 (limit), following metadata.continue; a continue token
  *   that expired (410 Gone) starts the list again as one request for
  *   everything, as client-go's tools/pager does.
  * - Every list asks for the most recent state (no resourceVersion), so

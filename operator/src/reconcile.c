@@ -93,16 +93,23 @@ static void delete_pod(struct pass *p, const struct pod_view *pod)
 	snprintf(a->uid, sizeof(a->uid), "%s", pod->uid);
 }
 
-/* Creates the index's pod at its attempt: 0 for an index never seen, whose
- * attempt stays -1 until its pod is (pod_present), so that a create the
- * API refused (a quota, say) is tried again, never taken for a pod that
- * someone deleted. */
+/* The attempt the index's pod is created at: 0 for an index never seen,
+ * whose attempt stays -1 until its pod is (pod_present). */
+static long attempt_to_create(const struct pass *p, int index)
+{
+	return p->st->attempts[index] < 0 ? 0 : p->st->attempts[index];
+}
+
+/* Creates the index's pod at its attempt, and says so in the status,
+ * which is written before the create goes out: a pass that then finds
+ * no pod knows that one may have been made and gone (pod_gone). */
 static void create_pod(struct pass *p, int index)
 {
 	struct action *a = add_action(p, ACT_CREATE_POD);
 
 	a->index = index;
-	a->attempt = p->st->attempts[index] < 0 ? 0 : p->st->attempts[index];
+	a->attempt = attempt_to_create(p, index);
+	p->st->sent[index] = a->attempt;
 	pod_spec_pod_name(p->job, index, a->name);
 }
 
@@ -274,14 +281,54 @@ static void worker_failed(struct pass *p, const struct pod_view *pod)
 
 /* --- one index --- */
 
-/* The index's pod is gone. Unless the operator is recreating the index
- * itself, or has never seen a pod of it, someone else deleted it. */
-static void pod_gone(struct pass *p, int i)
+/* What this replica knows of the create of index i at attempt. */
+static enum create_result create_result_of(const struct pass *p, int i, long attempt)
+{
+	const struct create_outcome *o = p->in->outcomes ? &p->in->outcomes[i] : NULL;
+
+	return o && o->attempt == attempt ? o->result : CREATE_UNKNOWN;
+}
+
+/* Index i's create was sent at an attempt whose pod was never seen, and
+ * no pod is there: it was created and went before the watch showed it
+ * (a preemption), or the API refused it (sent again, the same attempt),
+ * or its fate is unknown (a new leader, a 5xx, a lost answer): that
+ * attempt is passed over, and a pod of it that shows up late is deleted
+ * as an old attempt, so that no attempt is ever created twice. */
+static void create_unseen(struct pass *p, int i, long attempt)
 {
 	struct job_status *st = p->st;
 
+	switch (create_result_of(p, i, attempt)) {
+	case CREATE_REFUSED:
+		return;
+	case CREATE_DONE:
+		count_preemption(p, i, attempt, "was deleted before the operator saw it");
+		return;
+	case CREATE_UNKNOWN:
+		st->attempts[i] = attempt + 1;
+		if (st->restarting[i] == CAUSE_NONE)
+			st->restarting[i] = CAUSE_UNCONFIRMED;
+		event(p, EVENT_NORMAL, "CreateUnconfirmed",
+		      "worker %d (pod %s-worker-%d): attempt %ld was asked for and its pod never "
+		      "seen; creating attempt %ld instead",
+		      i, p->job->name, i, attempt, st->attempts[i]);
+		return;
+	}
+}
+
+/* The index's pod is gone. If a pod of its attempt was seen, someone
+ * else deleted it; if its create was sent and the pod never seen, see
+ * create_unseen; else it is about to be created. */
+static void pod_gone(struct pass *p, int i)
+{
+	struct job_status *st = p->st;
+	long attempt = attempt_to_create(p, i);
+
 	if (st->restarting[i] == CAUSE_NONE && st->attempts[i] >= 0)
 		count_preemption(p, i, st->attempts[i], "was deleted by someone else");
+	else if (st->sent[i] >= attempt)
+		create_unseen(p, i, attempt);
 }
 
 /* Whether the missing pod of index i may be created now. Under
@@ -486,8 +533,11 @@ static void summarize(struct pass *p)
 
 	for (int i = 0; i < p->job->workers; i++) {
 		const struct pod_view *pod = p->by_index[i];
-		/* Resuming recreates every worker, and is no restart. */
-		restarting += st->restarting[i] != CAUSE_NONE && st->restarting[i] != CAUSE_RESUME;
+		/* Resuming recreates every worker, and is no restart; nor is
+		 * a first create passed over. */
+		restarting += st->restarting[i] != CAUSE_NONE &&
+		              st->restarting[i] != CAUSE_RESUME &&
+		              st->restarting[i] != CAUSE_UNCONFIRMED;
 		/* A worker that finished its share (exit 0) while the chief
 		 * still runs is no reason to call the job Pending again. */
 		running += pod && !pod->deleting &&

@@ -12,6 +12,11 @@
  * a pod it deleted itself for a preempted one.
  *
  * The rules (cause x policy -> action), as the README's table says them:
+ * - a worker pod created and gone before the operator saw it: a
+ *   preemption when this replica knows the create succeeded; sent again at
+ *   the same attempt when the API refused it; otherwise (a new leader, an
+ *   answer lost) its attempt is passed over and the next one created, so
+ *   that no (index, attempt) is ever created twice;
  * - a worker pod deleted by someone else, evicted, preempted, or failed
  *   under DisruptionTarget: a preemption; recreated under the same name as
  *   soon as the old object is gone, with the attempt raised; never counted
@@ -45,6 +50,7 @@
 #ifndef MWJ_RECONCILE_H
 #define MWJ_RECONCILE_H
 
+#include "create_outcomes.h"
 #include "job.h"
 #include "pod_spec.h"
 
@@ -79,6 +85,9 @@ struct reconcile_input {
 	int have_service, have_secret, have_network_policy;
 	long long now_s; /* wall clock, Unix seconds */
 	const char *now; /* the same as RFC 3339 */
+	/* What became of this replica's creates, per worker index (as many
+	 * as job->workers), or NULL: nothing known. */
+	const struct create_outcome *outcomes;
 };
 
 struct reconcile_output {

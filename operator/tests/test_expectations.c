@@ -92,6 +92,63 @@ static void test_deletes_are_tracked_by_uid(void **state)
 	expectations_release(&e);
 }
 
+struct settled {
+	char keys[4][32];
+	int n;
+};
+
+static void note_settled(void *ctx, const char *job)
+{
+	struct settled *s = ctx;
+
+	assert_true(s->n < 4);
+	snprintf(s->keys[s->n++], sizeof(s->keys[0]), "%s", job);
+}
+
+/* A pod created and deleted while the watch was down shows in no event:
+ * a relist that began after the API answered settles its expectation,
+ * and names the job to look at again. What was not answered yet, or
+ * answered after the list began, still waits for the watch. */
+static void test_a_relist_settles_what_was_answered_before_it_began(void **state)
+{
+	struct expectations e;
+	struct settled seen = {0};
+
+	(void)state;
+	expectations_init(&e, TTL * 100);
+	expectations_expect_create(&e, "ns/a", "a-worker-0", 100);
+	expectations_create_answered(&e, "ns/a", "a-worker-0", 110);
+	expectations_expect_delete(&e, "ns/b", "uid-b0", 100);
+	expectations_delete_answered(&e, "ns/b", "uid-b0", 120);
+	expectations_expect_create(&e, "ns/b", "b-worker-1", 100); /* never answered */
+	expectations_expect_create(&e, "ns/c", "c-worker-0", 100);
+	expectations_create_answered(&e, "ns/c", "c-worker-0", 300); /* after the list began */
+	/* An answer for what is not expected changes nothing. */
+	expectations_create_answered(&e, "ns/d", "d-worker-0", 110);
+
+	expectations_observe_list(&e, 200, note_settled, &seen);
+	assert_int_equal(seen.n, 2);
+	assert_true((strcmp(seen.keys[0], "ns/a") == 0 && strcmp(seen.keys[1], "ns/b") == 0) ||
+	            (strcmp(seen.keys[0], "ns/b") == 0 && strcmp(seen.keys[1], "ns/a") == 0));
+	assert_true(expectations_satisfied(&e, "ns/a", 200));
+	assert_false(expectations_satisfied(&e, "ns/b", 200));
+	assert_false(expectations_satisfied(&e, "ns/c", 200));
+	assert_true(expectations_satisfied(&e, "ns/d", 200));
+
+	/* A later list settles the rest that was answered; the create never
+	 * answered waits on. */
+	seen.n = 0;
+	expectations_observe_list(&e, 400, note_settled, &seen);
+	assert_int_equal(seen.n, 1);
+	assert_string_equal(seen.keys[0], "ns/c");
+	assert_true(expectations_satisfied(&e, "ns/c", 400));
+	assert_false(expectations_satisfied(&e, "ns/b", 400));
+	expectations_observe_create(&e, "ns/b", "b-worker-1");
+	assert_true(expectations_satisfied(&e, "ns/b", 400));
+	assert_int_equal(e.jobs.len, 0);
+	expectations_release(&e);
+}
+
 static void test_expectations_expire_after_the_ttl(void **state)
 {
 	struct expectations e;
@@ -194,6 +251,7 @@ int main(void)
 	    cmocka_unit_test(test_an_expected_create_blocks_until_observed),
 	    cmocka_unit_test(test_a_failed_create_unblocks),
 	    cmocka_unit_test(test_deletes_are_tracked_by_uid),
+	    cmocka_unit_test(test_a_relist_settles_what_was_answered_before_it_began),
 	    cmocka_unit_test(test_expectations_expire_after_the_ttl),
 	    cmocka_unit_test(test_forget_drops_a_job),
 	    cmocka_unit_test(test_concurrent_use_settles_every_job),

@@ -390,6 +390,11 @@ struct calls {
 	struct call c[MAX_CALLS];
 	int n;
 	struct informer *inf;
+	/* The relisted hook: how many calls, and for each the handler calls
+	 * made before it and the list's start time. */
+	int relists;
+	int calls_before[4];
+	long long list_start[4];
 };
 
 static const char *rv_of(const cJSON *obj)
@@ -442,6 +447,20 @@ static int wait_calls(struct calls *calls, int n)
 	pthread_mutex_unlock(&calls->lock);
 	assert_true(got >= n);
 	return got;
+}
+
+static void on_relisted(void *ctx, long long list_start_ms)
+{
+	struct calls *calls = ctx;
+
+	pthread_mutex_lock(&calls->lock);
+	if (calls->relists < 4) {
+		calls->calls_before[calls->relists] = calls->n;
+		calls->list_start[calls->relists] = list_start_ms;
+	}
+	calls->relists++;
+	pthread_cond_broadcast(&calls->cond);
+	pthread_mutex_unlock(&calls->lock);
 }
 
 static int call_count(struct calls *calls)
@@ -825,6 +844,30 @@ static void test_a_410_error_event_lists_again_and_reports_what_changed(void **s
 	expect_relist_after_gone(e, 2);
 }
 
+/* After every list, and after the handler heard of it, the relisted hook
+ * is told when the list began: what was done before then is in it. */
+static void test_each_list_is_reported_with_its_start_after_its_changes(void **state)
+{
+	struct env *e = *state;
+	long long t0 = now_ms(), t1;
+
+	e->cfg.relisted = on_relisted;
+	start_synced(e);
+	script_watch(&e->fake, event("ADDED", "c", "9"));
+	assert_request(&e->fake, 2, 'W', WATCH_PATH("9"));
+	t1 = now_ms();
+	script_watch_status(&e->fake, 410, status_410());
+	expect_relist_after_gone(e, 3);
+	pthread_mutex_lock(&e->calls.lock);
+	assert_int_equal(e->calls.relists, 2);
+	assert_int_equal(e->calls.calls_before[0], 2);
+	assert_int_equal(e->calls.calls_before[1], 6);
+	assert_true(e->calls.list_start[0] >= t0);
+	assert_true(e->calls.list_start[1] >= t1);
+	assert_true(e->calls.list_start[1] <= now_ms());
+	pthread_mutex_unlock(&e->calls.lock);
+}
+
 static void test_another_error_event_resumes_the_watch(void **state)
 {
 	struct env *e = *state;
@@ -1078,6 +1121,7 @@ int main(void)
 	    T(test_a_version_from_the_server_cannot_add_a_query_parameter),
 	    T(test_a_410_status_lists_again_and_reports_what_changed),
 	    T(test_a_410_error_event_lists_again_and_reports_what_changed),
+	    T(test_each_list_is_reported_with_its_start_after_its_changes),
 	    T(test_another_error_event_resumes_the_watch),
 	    T(test_a_refused_or_broken_watch_is_retried_from_the_same_version),
 	    T(test_a_malformed_line_restarts_the_watch),

@@ -274,6 +274,8 @@ static void full_status(struct job_status *s)
 	s->attempts[2] = -1;
 	s->restarting[1] = CAUSE_FAILURE;
 	s->restarting[2] = CAUSE_RESUME;
+	s->sent[0] = 2;
+	s->sent[1] = 3;
 }
 
 #define FULL_STATUS_JSON                                                                           \
@@ -286,7 +288,7 @@ static void full_status(struct job_status *s)
 	"'restarts': {'total': 5, 'preemptions': 3, 'failures': 2}, "                              \
 	"'startTime': '" T0 "', 'observedGeneration': 4, "                                         \
 	"'lastFailure': {'pod': 'mnist-worker-1', 'exitCode': 137, 'reason': 'OOMKilled'}, "       \
-	"'workerAttempts': [2, 3, -1], "                                                           \
+	"'workerAttempts': [2, 3, -1], 'sentAttempts': [2, 3, -1], "                               \
 	"'restartingWorkers': [{'index': 1, 'cause': 'Failure'}, {'index': 2, 'cause': "           \
 	"'Resume'}]}"
 
@@ -326,6 +328,8 @@ static void test_job_status_round_trips_through_json(void **state)
 	assert_int_equal(back.attempts[2], -1);
 	assert_int_equal(back.restarting[0], CAUSE_NONE);
 	assert_int_equal(back.restarting[2], CAUSE_RESUME);
+	assert_int_equal(back.sent[1], 3);
+	assert_int_equal(back.sent[2], -1);
 	again = job_status_to_json(&back);
 	assert_true(cJSON_Compare(json, again, 1));
 	/* Nothing changed, nothing to write. */
@@ -346,7 +350,9 @@ static void test_job_status_copy_is_deep(void **state)
 	assert_ptr_not_equal(c.attempts, s.attempts);
 	c.attempts[0] = 9;
 	c.restarting[0] = CAUSE_SCOPE;
+	c.sent[0] = 9;
 	assert_int_equal(s.attempts[0], 2);
+	assert_int_equal(s.sent[0], 2);
 	assert_int_equal(s.restarting[0], CAUSE_NONE);
 	assert_string_equal(c.last_failure_pod, "mnist-worker-1");
 	job_status_release(&c);
@@ -366,6 +372,8 @@ static void test_job_status_parse_tolerates_a_malformed_status(void **state)
 	    "{'startTime': 'yesterday', 'completionTime': 17, 'observedGeneration': -1}",
 	    "{'lastFailure': {'exitCode': 1}, 'workerAttempts': {'0': 1}}",
 	    "{'workerAttempts': ['1', -5, 1.5, null, 1e300], 'restartingWorkers': 'all'}",
+	    "{'sentAttempts': ['1', -5, 1.5, null, 1e300]}",
+	    "{'sentAttempts': {'0': 1}}",
 	    "{'restartingWorkers': [{'index': 3, 'cause': 'Failure'}, {'index': -1}, "
 	    "{'index': '0', 'cause': 'Failure'}, {'index': 1, 'cause': 'Boredom'}, 5]}",
 	};
@@ -382,9 +390,9 @@ static void test_job_status_parse_tolerates_a_malformed_status(void **state)
 		    s.last_failure_pod[0] != '\0' || s.last_failure_exit_code != 0)
 			fail_msg("%s: a malformed field was taken", junk[i]);
 		for (int k = 0; k < 3; k++) {
-			if (s.attempts[k] != -1 || s.restarting[k] != CAUSE_NONE)
-				fail_msg("%s: index %d: attempt %ld, cause %d", junk[i], k,
-				         s.attempts[k], (int)s.restarting[k]);
+			if (s.attempts[k] != -1 || s.restarting[k] != CAUSE_NONE || s.sent[k] != -1)
+				fail_msg("%s: index %d: attempt %ld, cause %d, sent %ld", junk[i],
+				         k, s.attempts[k], (int)s.restarting[k], s.sent[k]);
 		}
 		job_status_release(&s);
 		cJSON_Delete(doc);

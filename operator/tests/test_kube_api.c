@@ -473,6 +473,38 @@ static void test_409_on_create_is_not_retried_and_says_already_exists(void **sta
 	kube_api_release(&api);
 }
 
+/* A 409 after a try that got no answer or a 5xx may be that try's own
+ * doing, and says so; after a 429 (the request was turned away) or on
+ * the first try it does not. */
+static void test_a_409_after_an_unanswered_or_5xx_try_may_be_its_own(void **state)
+{
+	static const struct {
+		struct scripted script[2];
+		int maybe_applied;
+	} cases[] = {
+	    {{{503, STATUS_503, -1, NULL}, {409, STATUS_409, -1, NULL}}, 1},
+	    {{{0, NULL, -1, "connection reset"}, {409, STATUS_409, -1, NULL}}, 1},
+	    {{{429, STATUS_429, 0, NULL}, {409, STATUS_409, -1, NULL}}, 0},
+	    {{{409, STATUS_409, -1, NULL}, {201, POD_X, -1, NULL}}, 0},
+	};
+	cJSON *pod = json_parse(POD_X, strlen(POD_X), NULL);
+	char err[ERR_LEN];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct kube_api api;
+		struct kube_result res = {0};
+
+		fake_init(&api, cases[i].script, 2, 30000);
+		assert_int_equal(
+		    kube_create(&api, "/api/v1/namespaces/ns/pods", pod, NULL, &res, err), -1);
+		assert_int_equal(res.status, 409);
+		assert_int_equal(res.maybe_applied, cases[i].maybe_applied);
+		kube_api_release(&api);
+	}
+	cJSON_Delete(pod);
+}
+
 static void test_status_body_gives_reason_and_message(void **state)
 {
 	const struct scripted script[] = {{422,
@@ -761,7 +793,7 @@ static void test_transport_failure_of_a_verb_names_the_object(void **state)
 {
 	const struct scripted script[] = {{0, NULL, -1, "connection refused"}};
 	struct kube_api api;
-	struct kube_result res = {77, "x", "y"};
+	struct kube_result res = {77, "x", "y", 1};
 	cJSON *job = cJSON_CreateObject();
 	char err[ERR_LEN];
 
@@ -860,6 +892,7 @@ int main(void)
 	    cmocka_unit_test(test_requests_after_stop_fail_at_once),
 	    cmocka_unit_test(test_404_is_not_retried_and_says_not_found),
 	    cmocka_unit_test(test_409_on_create_is_not_retried_and_says_already_exists),
+	    cmocka_unit_test(test_a_409_after_an_unanswered_or_5xx_try_may_be_its_own),
 	    cmocka_unit_test(test_status_body_gives_reason_and_message),
 	    cmocka_unit_test(test_error_body_that_is_no_status_is_quoted_on_one_line),
 	    cmocka_unit_test(test_hostile_status_fields_are_cut_and_cleaned),

@@ -84,6 +84,8 @@ struct world {
 	struct pod_view pods[MAX_PODS];
 	int npods;
 	int have_service, have_secret, have_network_policy;
+	/* What this replica knows of its creates (world_outcome), by index. */
+	struct create_outcome outcomes[MAX_PODS];
 	struct reconcile_output out;
 	int ran;
 	char actions[4096]; /* out's actions, as action_text() writes them */
@@ -122,6 +124,8 @@ static void world_init_named(struct world *w, const char *name, const char *spec
 		cJSON_AddItemToObject(w->obj, "status", json_doc_parse(status));
 	world_parse_job(w);
 	w->have_service = w->have_secret = w->have_network_policy = 1;
+	for (int i = 0; i < MAX_PODS; i++)
+		w->outcomes[i] = (struct create_outcome){-1, CREATE_UNKNOWN};
 }
 
 static void world_init(struct world *w, const char *spec, const char *status)
@@ -192,6 +196,14 @@ static void world_fixture(struct world *w, const char *name)
 	pod = json_doc_load(path);
 	add_pod(w, pod);
 	cJSON_Delete(pod);
+}
+
+/* This replica sent the create of index at attempt, and the API
+ * answered so. */
+static void world_outcome(struct world *w, int index, long attempt, enum create_result result)
+{
+	assert_true(index < MAX_PODS);
+	w->outcomes[index] = (struct create_outcome){attempt, result};
 }
 
 /* spec.<member> of the job becomes the document value. */
@@ -280,6 +292,7 @@ static void world_reconcile(struct world *w, long long now_s)
 	    .have_network_policy = w->have_network_policy,
 	    .now_s = now_s,
 	    .now = now,
+	    .outcomes = w->job.workers <= MAX_PODS ? w->outcomes : NULL,
 	};
 	struct reconcile_output again;
 	cJSON *a, *b;
@@ -455,8 +468,8 @@ static void test_reconcile_creates_every_object_and_pod_of_a_new_job(void **stat
 		w.have_network_policy = cases[i].have_network_policy;
 		world_reconcile(&w, NOW_S);
 		assert_actions(&w, cases[i].actions);
-		/* The attempts stay -1 until the pods are seen: a create the API
-		 * refuses is never taken for a pod someone deleted. */
+		/* The attempts stay -1 until the pods are seen; the status says
+		 * which creates were sent, before they are. */
 		assert_status(&w,
 		              "{'phase': 'Pending', 'startTime': '" NOW "', "
 		              "'completionTime': null, 'observedGeneration': 1, "
@@ -468,8 +481,8 @@ static void test_reconcile_creates_every_object_and_pod_of_a_new_job(void **stat
 		              "{'type': 'Failed', 'status': null}], "
 		              "'workers': {'active': 0, 'ready': 0, 'succeeded': 0, 'failed': 0}, "
 		              "'restarts': {'total': 0, 'preemptions': 0, 'failures': 0}, "
-		              "'workerAttempts': [-1, -1, -1], 'restartingWorkers': null, "
-		              "'lastFailure': null}");
+		              "'workerAttempts': [-1, -1, -1], 'sentAttempts': [0, 0, 0], "
+		              "'restartingWorkers': null, 'lastFailure': null}");
 		assert_int_equal(w.out.requeue_at_s, -1);
 		world_release(&w);
 	}
@@ -533,11 +546,139 @@ static void test_reconcile_retries_a_refused_create_without_counting_a_preemptio
 	world_reconcile(&w, NOW_S);
 	world_write_status(&w);
 	world_pods(&w, pods);
+	world_outcome(&w, 0, 0, CREATE_DONE);
+	world_outcome(&w, 1, 0, CREATE_REFUSED);
+	world_outcome(&w, 2, 0, CREATE_DONE);
 	world_reconcile(&w, NOW_S + 5);
 	assert_actions(&w, "create mnist-worker-1 attempt 0");
 	assert_status(&w, "{'phase': 'Pending', "
 	                  "'restarts': {'total': 0, 'preemptions': 0, 'failures': 0}, "
-	                  "'workerAttempts': [0, -1, 0], 'restartingWorkers': null}");
+	                  "'workerAttempts': [0, -1, 0], 'sentAttempts': [0, 0, 0], "
+	                  "'restartingWorkers': null}");
+	world_release(&w);
+}
+
+/* A pod whose create was sent and that is not there, and was never seen:
+ * what the operator does depends on what it knows of the create, and no
+ * (index, attempt) is ever created twice. */
+static void test_reconcile_never_creates_one_attempt_twice(void **state)
+{
+	static const struct pod_row two[] = {{0, 0, RUNNING, 0}, {2, 0, RUNNING, 0}, {0}};
+	/* The pod of the attempt passed over shows up after all. */
+	static const struct pod_row late[] = {
+	    {0, 0, RUNNING, 0}, {1, 0, PENDING, 0}, {2, 0, RUNNING, 0}, {0}};
+	static const struct pod_row back[] = {
+	    {0, 0, RUNNING, 0}, {1, 1, RUNNING, 0}, {2, 0, RUNNING, 0}, {0}};
+	struct world w;
+
+	(void)state;
+	/* Created (201), and gone before the watch showed it: a preemption. */
+	snprintf(the_case, sizeof(the_case), "created and gone unseen");
+	world_init(&w, "'workers': 3, " TMPL, NULL);
+	world_reconcile(&w, NOW_S);
+	world_write_status(&w);
+	world_pods(&w, two);
+	world_outcome(&w, 1, 0, CREATE_DONE);
+	world_reconcile(&w, NOW_S + 5);
+	assert_actions(&w, "event Normal WorkerPreempted; create mnist-worker-1 attempt 1");
+	assert_status(&w, "{'phase': 'Restarting', "
+	                  "'restarts': {'total': 1, 'preemptions': 1, 'failures': 0}, "
+	                  "'workerAttempts': [0, 1, 0], 'sentAttempts': [0, 1, 0], "
+	                  "'restartingWorkers': [{'index': 1, 'cause': 'Preemption'}]}");
+	/* The same, again, for the recreated pod. */
+	world_write_status(&w);
+	world_outcome(&w, 1, 1, CREATE_DONE);
+	world_reconcile(&w, NOW_S + 6);
+	assert_actions(&w, "event Normal WorkerPreempted; create mnist-worker-1 attempt 2");
+	assert_status(&w, "{'restarts': {'total': 2, 'preemptions': 2, 'failures': 0}, "
+	                  "'workerAttempts': [0, 2, 0], 'sentAttempts': [0, 2, 0]}");
+	world_release(&w);
+
+	/* Under restartScope All that preemption restarts every worker, and
+	 * nothing is created while a pod from before it remains. */
+	snprintf(the_case, sizeof(the_case), "created and gone unseen, scope All");
+	world_init(&w, "'workers': 3, 'restartScope': 'All', " TMPL, NULL);
+	world_reconcile(&w, NOW_S);
+	world_write_status(&w);
+	world_pods(&w, two);
+	world_outcome(&w, 1, 0, CREATE_DONE);
+	world_reconcile(&w, NOW_S + 5);
+	assert_actions(&w, "event Normal WorkerPreempted; delete mnist-worker-0 (pod-0-0); "
+	                   "delete mnist-worker-2 (pod-2-0)");
+	assert_status(&w, "{'phase': 'Restarting', "
+	                  "'restarts': {'total': 1, 'preemptions': 1, 'failures': 0}, "
+	                  "'workerAttempts': [1, 1, 1], 'sentAttempts': [0, 0, 0]}");
+	world_release(&w);
+
+	/* Nothing known (a new leader, no answer, a 5xx): the attempt is
+	 * passed over, uncounted; it is no restart. */
+	snprintf(the_case, sizeof(the_case), "fate unknown");
+	world_init(&w, "'workers': 3, " TMPL, NULL);
+	world_reconcile(&w, NOW_S);
+	world_write_status(&w);
+	world_pods(&w, two);
+	world_reconcile(&w, NOW_S + 5);
+	assert_actions(&w, "event Normal CreateUnconfirmed; create mnist-worker-1 attempt 1");
+	assert_string_equal(the_event(&w, "CreateUnconfirmed")->message,
+	                    "worker 1 (pod mnist-worker-1): attempt 0 was asked for and its pod "
+	                    "never seen; creating attempt 1 instead");
+	assert_status(&w, "{'phase': 'Pending', "
+	                  "'restarts': {'total': 0, 'preemptions': 0, 'failures': 0}, "
+	                  "'workerAttempts': [0, 1, 0], 'sentAttempts': [0, 1, 0], "
+	                  "'restartingWorkers': [{'index': 1, 'cause': 'Unconfirmed'}], "
+	                  "'conditions': [{'type': 'Restarting', 'status': 'False'}]}");
+	world_write_status(&w);
+	/* Attempt 1's create answered 409: attempt 0's pod, there after all. */
+	world_outcome(&w, 1, 1, CREATE_REFUSED);
+	world_reconcile(&w, NOW_S + 6);
+	assert_actions(&w, "create mnist-worker-1 attempt 1");
+	assert_false(status_changed(&w));
+	/* It shows: an old attempt, deleted; attempt 1 waits for it to go. */
+	world_pods(&w, late);
+	world_reconcile(&w, NOW_S + 7);
+	assert_actions(&w, "delete mnist-worker-1 (pod-1-0)");
+	world_write_status(&w);
+	world_pods(&w, two);
+	world_reconcile(&w, NOW_S + 8);
+	assert_actions(&w, "create mnist-worker-1 attempt 1");
+	world_write_status(&w);
+	world_pods(&w, back);
+	world_reconcile(&w, NOW_S + 9);
+	assert_actions(&w, "");
+	assert_status(&w, "{'phase': 'Running', 'restartingWorkers': null, "
+	                  "'restarts': {'total': 0, 'preemptions': 0, 'failures': 0}, "
+	                  "'workerAttempts': [0, 1, 0]}");
+	world_release(&w);
+
+	/* What is known of another attempt says nothing of this one: attempt
+	 * 3 is passed over, and the restart's cause kept. */
+	snprintf(the_case, sizeof(the_case), "known for another attempt");
+	world_init(&w, "'workers': 3, " TMPL,
+	           "{'phase': 'Restarting', 'startTime': '" START "', "
+	           "'workerAttempts': [0, 3, 0], 'sentAttempts': [0, 3, 0], "
+	           "'restartingWorkers': [{'index': 1, 'cause': 'Failure'}], "
+	           "'restarts': {'total': 3, 'preemptions': 0, 'failures': 3}}");
+	world_pods(&w, two);
+	world_outcome(&w, 1, 2, CREATE_REFUSED);
+	world_reconcile(&w, NOW_S);
+	assert_actions(&w, "event Normal CreateUnconfirmed; create mnist-worker-1 attempt 4");
+	assert_status(&w, "{'phase': 'Restarting', "
+	                  "'restarts': {'total': 3, 'preemptions': 0, 'failures': 3}, "
+	                  "'workerAttempts': [0, 4, 0], 'sentAttempts': [0, 4, 0], "
+	                  "'restartingWorkers': [{'index': 1, 'cause': 'Failure'}]}");
+	world_release(&w);
+
+	/* A status from before sentAttempts: no create known to be sent,
+	 * so attempt 3 is created, as before. */
+	snprintf(the_case, sizeof(the_case), "no sentAttempts");
+	world_init(&w, "'workers': 3, " TMPL,
+	           "{'phase': 'Restarting', 'startTime': '" START "', "
+	           "'workerAttempts': [0, 3, 0], "
+	           "'restartingWorkers': [{'index': 1, 'cause': 'Failure'}]}");
+	world_pods(&w, two);
+	world_reconcile(&w, NOW_S);
+	assert_actions(&w, "create mnist-worker-1 attempt 3");
+	assert_status(&w, "{'sentAttempts': [-1, 3, -1]}");
 	world_release(&w);
 }
 
@@ -994,6 +1135,7 @@ static void test_reconcile_restarts_every_worker_together_under_scope_all(void *
 
 	/* The new attempt's own pods do not hold back the one missing. */
 	world_pods(&w, partly);
+	world_outcome(&w, 2, 1, CREATE_REFUSED);
 	world_reconcile(&w, NOW_S + 31);
 	assert_actions(&w, "create mnist-worker-2 attempt 1");
 	assert_status(&w, "{'phase': 'Restarting', "
@@ -1562,6 +1704,7 @@ int main(void)
 	    cmocka_unit_test(test_reconcile_creates_every_object_and_pod_of_a_new_job),
 	    cmocka_unit_test(test_reconcile_settles_a_new_job_and_then_has_nothing_to_do),
 	    cmocka_unit_test(test_reconcile_retries_a_refused_create_without_counting_a_preemption),
+	    cmocka_unit_test(test_reconcile_never_creates_one_attempt_twice),
 	    cmocka_unit_test(test_reconcile_recreates_a_preempted_worker_and_only_it),
 	    cmocka_unit_test(test_reconcile_says_who_was_preempted_and_how),
 	    cmocka_unit_test(test_reconcile_recreates_a_terminating_pod_only_once_it_is_gone),
