@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backup.h"
 #include "comm_ring.h"
@@ -13,6 +14,7 @@
 #include "log.h"
 #include "loss.h"
 #include "model_file.h"
+#include "net.h"
 #include "parallel.h"
 #include "preempt.h"
 #include "progress.h"
@@ -408,12 +410,82 @@ static int run_rest(struct run *r, const struct train_config *cfg, struct progre
 	return check_weights(r, err);
 }
 
+/* After a failed state sync, the survivors wait before they meet again,
+ * longer each time: a peer that joins and drops at once, over and over,
+ * would otherwise have them meet as fast as the sockets allow. */
+#define RESYNC_BACKOFF_FIRST_MS 50
+#define RESYNC_BACKOFF_MAX_MS   2000
+/* The longest the wait goes without looking at the preemption flag, whose
+ * handler may run on another thread and leave this one asleep; the
+ * rendezvous' own waits look as often (rendezvous.c). */
+#define RESYNC_SLICE_MS 100
+
+static long long ms_left(long long deadline_ms)
+{
+	long long left = deadline_ms - net_now_ms();
+
+	return left > 0 ? left : 0;
+}
+
+/* Sleeps ms, or less once a preemption notice has come. Returns the
+ * signal, or 0. */
+static int pause_unless_preempted(long long ms)
+{
+	long long until = net_now_ms() + ms;
+
+	for (;;) {
+		long long left = ms_left(until);
+		if (preempt_signal() || left == 0)
+			return preempt_signal();
+		if (left > RESYNC_SLICE_MS)
+			left = RESYNC_SLICE_MS;
+		nanosleep(&(struct timespec){0, (long)left * 1000000L}, NULL);
+	}
+}
+
+/* Forms the ring again and takes up the most advanced state in it, meeting
+ * again after a back-off when the sync fails (a peer lost during it), until
+ * deadline_ms. Returns 0; TRAIN_RETRYABLE when the deadline passes, with err
+ * saying what failed last; or join_failed's code. */
+static int meet_again(struct run *r, const struct train_config *cfg, long long deadline_ms,
+                      int *from, char *err)
+{
+	long long backoff = RESYNC_BACKOFF_FIRST_MS;
+
+	for (;;) {
+		int rc = comm_rejoin(&r->comm, (int)ms_left(deadline_ms), err);
+		/* -1 is a time-out, or a system error before one. */
+		if (rc == -1 && ms_left(deadline_ms) == 0)
+			break;
+		if (rc < 0)
+			return join_failed(rc);
+		if (sync_state(r, from, err) == 0)
+			return 0;
+		comm_leave(&r->comm);
+		long long wait = backoff < ms_left(deadline_ms) ? backoff : ms_left(deadline_ms);
+		if (wait > 0)
+			log_warn("%s; meeting again in %lld ms", err, wait);
+		int sig = pause_unless_preempted(wait);
+		if (sig) {
+			err_set(err, "stopped by signal %d while waiting to meet again", sig);
+			return TRAIN_PREEMPTED;
+		}
+		if (ms_left(deadline_ms) == 0)
+			break;
+		backoff = backoff * 2 < RESYNC_BACKOFF_MAX_MS ? backoff * 2 : RESYNC_BACKOFF_MAX_MS;
+	}
+	err_prefix(err, "the ring did not form again within %d s", cfg->rendezvous_timeout);
+	return TRAIN_RETRYABLE;
+}
+
 /* After a lost peer: leave the broken ring at once (so that every peer
  * notices), keep the chief's newest state on disk, wait for the ring to be
- * whole again and take up the most advanced state in it. */
+ * whole again and take up the most advanced state in it, all within
+ * --rendezvous-timeout. */
 static int resync(struct run *r, const struct train_config *cfg, char *err)
 {
 	double t0 = progress_now();
+	long long deadline = net_now_ms() + (long long)cfg->rendezvous_timeout * 1000;
 	int rc, from;
 
 	comm_leave(&r->comm);
@@ -424,16 +496,9 @@ static int resync(struct run *r, const struct train_config *cfg, char *err)
 		take_backup(r, cfg);
 		backup_wait(r->backup);
 	}
-	for (;;) {
-		rc = comm_rejoin(&r->comm, cfg->rendezvous_timeout * 1000, err);
-		if (rc < 0)
-			return join_failed(rc);
-		rc = sync_state(r, &from, err);
-		if (rc == 0)
-			break;
-		log_warn("%s; meeting again", err);
-		comm_leave(&r->comm);
-	}
+	rc = meet_again(r, cfg, deadline, &from, err);
+	if (rc < 0)
+		return rc;
 	adopt_position(r, cfg);
 	r->reducer = reducer_new(&r->comm, r->model, 0, update_slice, r);
 	r->lost_at = t0;

@@ -1,8 +1,9 @@
 /* test_multiworker.c - data-parallel training across mwj-worker processes on
  * 127.0.0.1, as TF_CONFIG describes them: the same weights on every worker
  * and the same model as one worker with the global batch; exit 75 when a
- * peer is lost or never comes; exit 1, saying why, when a peer's
- * configuration or TF_CONFIG itself is wrong.
+ * peer is lost or never comes, or keeps dropping out of the state sync;
+ * exit 1, saying why, when a peer's configuration or TF_CONFIG itself is
+ * wrong.
  *
  * Each test picks free ports and starts its workers with their own
  * TF_CONFIG (testutil_spawn: stdout and stderr in files in the test's
@@ -28,10 +29,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dataset.h"
 #include "digest.h"
 #include "err.h"
+#include "flaky_peer.h"
 #include "model.h"
 #include "model_file.h"
+#include "optimizer.h"
 #include "testutil.h"
 
 #define MAX_WORKERS   3
@@ -61,6 +65,7 @@ struct fixture {
 	char dir[TESTUTIL_TMPDIR_LEN]; /* first, for testutil_fixture_setup() */
 	int ports[MAX_WORKERS];
 	struct worker w[MAX_WORKERS + 1]; /* the last for a run on its own */
+	struct flaky_peer *flaky;         /* NULL, or a peer that keeps dropping out */
 };
 
 static int setup(void **state)
@@ -72,6 +77,7 @@ static int teardown(void **state)
 {
 	struct fixture *fx = *state;
 
+	flaky_peer_stop(fx->flaky);
 	for (int i = 0; i <= MAX_WORKERS; i++) {
 		testutil_kill(fx->w[i].pid);
 		free(fx->w[i].out);
@@ -441,7 +447,9 @@ static void assert_survivors_give_up(struct fixture *fx, int timeout, const char
 		testutil_assert_matches(fx->w[i].err,
 		                        "warn  lost peer rank [0-9] .*; waiting up to " STR(
 		                            RENDEZVOUS_WAIT) " s for the ring to form again");
-		testutil_assert_matches(fx->w[i].err, "error rendezvous: timed out");
+		testutil_assert_matches(fx->w[i].err,
+		                        "error the ring did not form again within " STR(
+		                            RENDEZVOUS_WAIT) " s: rendezvous: timed out");
 	}
 	if (!strstr(fx->w[0].err, first_words) && !strstr(fx->w[2].err, first_words))
 		fail_msg("neither survivor says '%s'\nworker 0:\n%s\nworker 2:\n%s", first_words,
@@ -469,6 +477,125 @@ static void test_a_hung_worker_makes_the_others_give_up_after_the_collective_tim
 	assert_int_equal(kill(fx->w[1].pid, SIGSTOP), 0);
 	/* The teardown's SIGKILL ends the stopped worker. */
 	assert_survivors_give_up(fx, 5 + RENDEZVOUS_WAIT + LOST_PEER_MARGIN, "no progress for 5 s");
+}
+
+/* What a survivor and the flaky peer run: one worker's flags, and the
+ * values of those flags the peer's hello must carry to be admitted. */
+#define FLAKY_MODEL  "cnn"
+#define FLAKY_SEED   7
+#define FLAKY_BATCH  16
+#define FLAKY_EPOCHS 1
+#define FLAKY_STEPS  20
+#define FLAKY_LR     0.001
+#define FLAKY_ARGS(...)                                                                            \
+	ARGS("--model", FLAKY_MODEL, "--seed", STR(FLAKY_SEED), "--batch-size", STR(FLAKY_BATCH),  \
+	     "--epochs", STR(FLAKY_EPOCHS), "--steps-per-epoch", STR(FLAKY_STEPS), "--optimizer",  \
+	     "sgd", "--learning-rate", STR(FLAKY_LR), "--log-level", "info", __VA_ARGS__)
+/* Fashion-MNIST's images are FASHION_SIDE pixels square. */
+#define FASHION_SIDE 28
+
+static int count_of(const char *s, const char *part)
+{
+	int n = 0;
+
+	for (const char *p = strstr(s, part); p; p = strstr(p + 1, part))
+		n++;
+	return n;
+}
+
+/* Starts worker 1 of 2 as a flaky peer (flaky_peer.h) of a worker run
+ * with FLAKY_ARGS, picking the ports, and worker 0 with those flags and
+ * then args (NULL-ended), in env. */
+static void start_with_flaky_peer(struct fixture *fx, char env[2][512], const char *const *args)
+{
+	struct hello me = {.seed = FLAKY_SEED,
+	                   .batch_size = FLAKY_BATCH,
+	                   .optimizer = OPT_SGD,
+	                   .epochs = FLAKY_EPOCHS,
+	                   .steps_per_epoch = FLAKY_STEPS,
+	                   .learning_rate = FLAKY_LR,
+	                   .momentum = 0.0};
+	char err[ERR_LEN];
+	size_t nparams;
+
+	assert_int_equal(model_plan(FLAKY_MODEL, FASHION_SIDE, FASHION_SIDE, 1, DATASET_CLASSES,
+	                            FLAKY_BATCH, &nparams, &me.arch_hash, err),
+	                 0);
+	pick_ports(fx, 2);
+	for (int i = 0; i < 2; i++)
+		tf_config_env(env[i], sizeof(env[i]), fx, 0, 2, "worker", i);
+	fx->flaky = flaky_peer_start(strchr(env[1], '=') + 1, &me, err);
+	if (fx->flaky == NULL)
+		fail_msg("flaky peer: %s", err);
+	start(fx, 0, ENV(env[0]), args);
+}
+
+/* The survivor's --rendezvous-timeout, which bounds its whole wait for
+ * the ring, meetings again included, and how often it may meet again in
+ * that time: the back-off (50 ms, doubling to 2 s) leaves room for 8.
+ * Meeting again at once, a survivor met such a peer about 1000 times a
+ * second, and never gave up. */
+#define FLAKY_WAIT         6
+#define FLAKY_MAX_MEETINGS 20
+
+/* A peer that joins and then drops out of every state sync, as a
+ * replacement crashing there after each restart would, gets met again
+ * after a wait that grows, and only until --rendezvous-timeout: then the
+ * survivor exits 75, saying what failed last. */
+static void test_a_peer_dropping_out_of_every_state_sync_makes_the_survivor_exit_75(void **state)
+{
+	struct fixture *fx = *state;
+	char env[2][512];
+
+	start_with_flaky_peer(fx, env, FLAKY_ARGS("--rendezvous-timeout", STR(FLAKY_WAIT)));
+	finish(fx, 0, testutil_now() + FLAKY_WAIT + QUICK_SECONDS);
+	long joins = flaky_peer_stop(fx->flaky);
+	fx->flaky = NULL;
+	assert_exit(fx, 0, 75);
+	int meetings = count_of(fx->w[0].err, "; meeting again in ");
+	print_message("the survivor met the flaky peer again %d times; the peer joined %ld\n",
+	              meetings, joins);
+	if (meetings < 2 || meetings > FLAKY_MAX_MEETINGS)
+		fail_msg("%d meetings again, want 2 to %d\n%s", meetings, FLAKY_MAX_MEETINGS,
+		         fx->w[0].err);
+	testutil_assert_matches(fx->w[0].err,
+	                        "warn  lost peer rank 1 .*; meeting again in [0-9]+ ms");
+	testutil_assert_matches(fx->w[0].err,
+	                        "error the ring did not form again within " STR(
+	                            FLAKY_WAIT) " s: (lost peer rank 1|rendezvous: timed out)");
+	assert_string_equal(fx->w[0].out, "");
+}
+
+/* The waits between meetings do not hold up a preemption notice: SIGTERM
+ * to a survivor meeting a flaky peer again and again exits 143 at once. */
+static void test_sigterm_between_meetings_with_a_flaky_peer_exits_143_at_once(void **state)
+{
+	struct fixture *fx = *state;
+	char env[2][512];
+	double deadline = testutil_now() + QUICK_SECONDS;
+
+	start_with_flaky_peer(fx, env, FLAKY_ARGS("--rendezvous-timeout", "600"));
+	/* The fourth wait is 400 ms: the notice most likely comes during one. */
+	for (;;) {
+		char *err = output(fx, 0, "err");
+		int meetings = count_of(err, "; meeting again in ");
+		free(err);
+		if (meetings >= 4)
+			break;
+		int status = testutil_wait(fx->w[0].pid, 0);
+		if (status >= 0) {
+			collect(fx, 0, status);
+			fail_msg("worker 0 exited %d before meeting again 4 times\n%s", status,
+			         fx->w[0].err);
+		}
+		if (testutil_now() > deadline)
+			fail_msg("worker 0 did not meet again 4 times in %d s", QUICK_SECONDS);
+		nanosleep(&(struct timespec){0, 20L * 1000 * 1000}, NULL);
+	}
+	assert_int_equal(kill(fx->w[0].pid, SIGTERM), 0);
+	finish(fx, 0, testutil_now() + 30);
+	assert_exit(fx, 0, 128 + SIGTERM);
+	testutil_assert_contains(fx->w[0].err, "stopped by signal 15");
 }
 
 /* Worker slot i, whose peer runs another configuration, has exited 1: a
@@ -685,6 +812,8 @@ int main(void)
 	    TEST(test_two_workers_train_the_model_one_worker_trains_with_their_global_batch),
 	    TEST(test_a_killed_worker_never_replaced_makes_the_others_exit_75_naming_it),
 	    TEST(test_a_hung_worker_makes_the_others_give_up_after_the_collective_timeout),
+	    TEST(test_a_peer_dropping_out_of_every_state_sync_makes_the_survivor_exit_75),
+	    TEST(test_sigterm_between_meetings_with_a_flaky_peer_exits_143_at_once),
 	    TEST(test_a_mismatched_peer_is_refused_and_both_say_why),
 	    TEST(test_workers_holding_the_job_key_train_over_an_authenticated_ring),
 	    TEST(test_workers_without_the_same_key_exit_75_saying_why),
