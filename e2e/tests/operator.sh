@@ -203,9 +203,10 @@ survivor() {
 		[ "$(uid_of preempted-worker-0)" = "$(cat "$state/chief-uid")" ] &&
 		[ "$(jp pod/preempted-worker-0 '{.status.containerStatuses[0].restartCount}')" = 0 ] &&
 		[ "$(jp mwj/preempted '{.status.restarts.preemptions} {.status.restarts.failures} {.status.restarts.total}')" = "1 0 1" ] &&
+		[ "$(jp mwj/preempted '{.status.workerAttempts} {.status.sentAttempts}')" = "[0,1] [0,1]" ] &&
 		events_of preempted | grep -qx WorkerPreempted
 }
-check "2. the chief's process was never restarted; preemptions 1; the job succeeds" survivor
+check "2. the chief's process was never restarted; preemptions 1; attempts sent [0,1]; the job succeeds" survivor
 same() {
 	local a b
 	a=$(weights plain) && b=$(weights preempted) || return 1
