@@ -60,8 +60,8 @@ static void check_status(const struct job_status *s, int nworkers)
 	FUZZ_CHECK(s->active >= 0 && s->ready >= 0 && s->succeeded >= 0 && s->failed >= 0);
 	FUZZ_CHECK(s->total_restarts >= 0 && s->preemptions >= 0 && s->failures >= 0);
 	for (int i = 0; i < s->nworkers; i++) {
-		FUZZ_CHECK(s->attempts[i] >= -1);
-		FUZZ_CHECK(s->restarting[i] >= CAUSE_NONE && s->restarting[i] <= CAUSE_RESUME);
+		FUZZ_CHECK(s->attempts[i] >= -1 && s->sent[i] >= -1);
+		FUZZ_CHECK(s->restarting[i] >= CAUSE_NONE && s->restarting[i] <= CAUSE_UNCONFIRMED);
 	}
 	json = job_status_to_json(s);
 	job_status_parse(&back, json, nworkers);
