@@ -38,8 +38,11 @@ replicas with SIGTERM. The end checks, each one JSON line:
                       its RSS after its first sync (see check_memory)
   sigterm             the replicas alive at the end exit 0 on SIGTERM
   leaks               with --leak-operator BIN: e2e/tests/operator.sh with
-                      that (ASan/LeakSanitizer) build passes and its
-                      operator log holds no sanitizer report
+                      that (ASan/LeakSanitizer) build ends with the
+                      operator's SIGTERM exit 0 and its log holds no
+                      sanitizer report (a scenario that fails otherwise,
+                      on its timings under ASan, is shown; make test
+                      judges the scenarios)
 
 Then one line per fault (injected, and survived: all end checks passed
 after it), and "N passed, N failed" over the checks; the exit status is 1

@@ -115,7 +115,7 @@ static void test_a_relist_settles_what_was_answered_before_it_began(void **state
 	struct settled seen = {0};
 
 	(void)state;
-	expectations_init(&e, TTL * 100);
+	expectations_init(&e, 100LL * TTL);
 	expectations_expect_create(&e, "ns/a", "a-worker-0", 100);
 	expectations_create_answered(&e, "ns/a", "a-worker-0", 110);
 	expectations_expect_delete(&e, "ns/b", "uid-b0", 100);

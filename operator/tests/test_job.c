@@ -373,7 +373,8 @@ static void test_job_status_parse_tolerates_a_malformed_status(void **state)
 	    "{'lastFailure': {'exitCode': 1}, 'workerAttempts': {'0': 1}}",
 	    "{'workerAttempts': ['1', -5, 1.5, null, 1e300], 'restartingWorkers': 'all'}",
 	    "{'sentAttempts': ['1', -5, 1.5, null, 1e300]}",
-	    "{'sentAttempts': {'0': 1}}",
+	    "{'sentAttempts': {'0': 1}, "
+	    "'workerAttempts': 7}",
 	    "{'restartingWorkers': [{'index': 3, 'cause': 'Failure'}, {'index': -1}, "
 	    "{'index': '0', 'cause': 'Failure'}, {'index': 1, 'cause': 'Boredom'}, 5]}",
 	};
