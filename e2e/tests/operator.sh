@@ -68,9 +68,12 @@ weights() { k logs "$1-worker-0" | sed -n 's/.*final weights sha256 //p'; }
 # 201 Created, and 409 (a create the operator should not have sent).
 pod_creates() { grep -c '"POST /api/v1/namespaces/default/pods HTTP/[0-9.]*" 201' "$state/nginx-access.log"; }
 pod_conflicts() { grep -c '"POST /api/v1/namespaces/default/pods HTTP/[0-9.]*" 409' "$state/nginx-access.log"; }
-created_since() { # created_since N WANT: WANT pods were created since the count was N, none twice
+created_since() { # created_since N WANT [JOB]: WANT pods were created since the count was N, none twice
 	echo "$(($(pod_creates) - $1)) pods created, $(pod_conflicts) creates refused as duplicates"
-	[ "$(($(pod_creates) - $1))" = "$2" ] && [ "$(pod_conflicts)" = 0 ]
+	[ "$(($(pod_creates) - $1))" = "$2" ] && [ "$(pod_conflicts)" = 0 ] && return 0
+	# Why, from the operator's own words about the job's pods.
+	[ -z "${3:-}" ] || grep -E "job default/$3: (created pod|WorkerFailed|WorkerPreempted|CreateUnconfirmed|phase)" "$log"
+	return 1
 }
 events_of() { k get events --field-selector "involvedObject.kind=MultiWorkerJob,involvedObject.name=$1" -o jsonpath='{range .items[*]}{.reason}{"\n"}{end}'; }
 # Seconds (fractional) of an operator log line's time stamp.
@@ -214,7 +217,7 @@ same() {
 	[ -n "$a" ] && [ "$a" = "$b" ]
 }
 check "2. the final weights equal the uninterrupted run's, bit for bit" same
-check "2. three pod creates in all, none refused as a duplicate" created_since "$creates" 3
+check "2. three pod creates in all, none refused as a duplicate" created_since "$creates" 3 preempted
 
 # 3. Exit codes under restartPolicy ExitCode, and the backoff limit.
 permanent() {
@@ -269,7 +272,7 @@ chaos() {
 	phase_is chaos Succeeded || return 1
 	grep -E 'informer .*(expired|restarting the watch)' "$log" | tail -3
 	grep -Eq 'informer .*410 Gone' "$log" &&
-		[ "$(jp mwj/chaos '{.status.restarts.preemptions}')" = 1 ] && created_since "$creates" 3
+		[ "$(jp mwj/chaos '{.status.restarts.preemptions}')" = 1 ] && created_since "$creates" 3 chaos
 }
 check "5. drops, a compaction, 500s and 429s are survived with no pod created twice" chaos
 
@@ -285,7 +288,7 @@ check "6. with the operator killed by SIGKILL, a worker is preempted" away
 start_operator
 back() {
 	phase_is phoenix Succeeded && [ "$(jp mwj/phoenix '{.status.restarts.preemptions}')" = 1 ] &&
-		created_since "$creates" 3
+		created_since "$creates" 3 phoenix
 }
 check "6. started again, the operator recreates it, creates no duplicate, and the job succeeds" back
 
