@@ -7,8 +7,9 @@ body, so that what passes here does not break on a real cluster.
 The request path is split as the real server's is:
   this file      HTTP: routing, discovery and OpenAPI, bodies in and compact
                  JSON out, Warning headers, watches and logs as streams;
-  auth.py        authentication (the cluster's token; anonymous) and
-                 authorization (anonymous gets the public paths only);
+  auth.py        authentication (the cluster's token, ServiceAccount
+                 tokens of tokens.py, anonymous) and authorization (RBAC,
+                 rbac.py);
   registry.py    the verbs' semantics (generic registry): dryRun,
                  preconditions, finalizers, propagation, patches;
   admission.py   namespace lifecycle, defaults, service accounts;
@@ -47,6 +48,10 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import auth
+import decoder
+import kinds
+import protobuf
+import rbac
 import selector
 import tables
 from controllers import Controllers
@@ -54,6 +59,7 @@ from errors import ApiError, bad_request
 from node import Node
 from registry import Registry, Request
 from store import Store
+from tokens import Issuer
 from watch import Watch
 
 VERSION = {"major": "1", "minor": "31", "gitVersion": "v1.31.0-mwj-local",
@@ -98,13 +104,17 @@ def page(items, query, selected):
 class Api:
     """What the handlers share: the store, the registry over it, discovery."""
 
-    def __init__(self, ca_pem="", history=1000):
+    def __init__(self, ca_pem="", history=1000, token=""):
         self.store = Store(history)
         self.registry = Registry(self.store)
+        self.tokens = Issuer(self.store, token)
+        self.authorizer = rbac.Authorizer(self.store)
         ns_kind = self.registry.kind("v1", "namespaces")
         for ns in SYSTEM_NAMESPACES:
             self.registry._create(ns_kind, None, {"apiVersion": "v1", "kind": "Namespace",
                                                   "metadata": {"name": ns}}, Request({}))
+        for key, obj in rbac.BOOTSTRAP:
+            self.registry._create(self.registry.kind_of_key(key), None, obj, Request({}))
         self.controllers = Controllers(self.registry, ca_pem,
                                        log=lambda m: print(m, file=sys.stderr, flush=True))
         self.controllers.sync()  # every namespace has its ServiceAccount from the start
@@ -122,6 +132,8 @@ class Api:
                         "namespaced": k.namespaced, "kind": k.kind, "shortNames": k.short,
                         "verbs": ["create", "delete", "deletecollection", "get", "list",
                                   "patch", "update", "watch"]})
+            if k.categories:
+                res[-1]["categories"] = k.categories
             if plural == "pods" and gv == "v1":
                 res.append({"name": "pods/log", "singularName": "", "namespaced": True,
                             "kind": "Pod", "verbs": ["get"]})
@@ -179,7 +191,7 @@ class Api:
 
 PATH = re.compile(r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
                   r"(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[^/]+)"
-                  r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>status|log))?$")
+                  r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>status|log|token))?$")
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -274,7 +286,7 @@ class Handler(BaseHTTPRequestHandler):
         api = self.api
         m = PATH.match(path)
         if m is None:
-            auth.authorize(self.user, path)
+            auth.authorize(api.authorizer, self.user, rbac.Attributes(method.lower(), path=path))
         if path == "/version":
             return self.send_json(200, VERSION)
         if path in ("/healthz", "/readyz", "/livez"):
@@ -311,9 +323,8 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def fault(self, method, path, query):
-        """The test hooks (see the module docstring)."""
-        if self.user == auth.ANONYMOUS:
-            auth.authorize(self.user, path)
+        """The test hooks (see the module docstring); RBAC lets only the
+        cluster's admin (system:masters) reach them."""
         store = self.api.store
         if path == "/mwj-test/compact" and method == "POST":
             store.compact()
@@ -359,9 +370,9 @@ class Handler(BaseHTTPRequestHandler):
             ns, plural, name, sub = None, "namespaces", ns, "status"
         kind = registry.kind(gv, plural)
         watching = method == "GET" and arg(query, "watch", "false") in ("true", "1")
-        auth.authorize(self.user, m.group(0), (
-            auth.verb(method, name, watching), m["group"] or "",
-            plural + ("/" + sub if sub else ""), ns or "", name or ""))
+        auth.authorize(self.api.authorizer, self.user, rbac.Attributes(
+            auth.verb(method, name, watching), m["group"] or "", plural, sub or "", ns or "",
+            name or ""))
         if kind is None or (ns and not kind.namespaced):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         if kind.namespaced and ns is None and (method != "GET" or name):
@@ -373,7 +384,18 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_log(ns, name, query)
         if sub == "status" and (not kind.status or method not in ("GET", "PUT", "PATCH")):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        if sub == "token":
+            if kind.key != "/v1/serviceaccounts" or not name:
+                raise ApiError(404, "NotFound", "the server could not find the requested "
+                               "resource")
+            if method != "POST":
+                raise ApiError(405, "MethodNotAllowed", "the server does not allow this method "
+                               "on the requested resource")
+            return self.token_request(ns, name, query)
         req = Request(query, self.user)
+        if method in ("POST", "PUT", "DELETE") and self.raw_body and \
+                self.content_type() == protobuf.MEDIA_TYPE:
+            self.raw_body = self.protobuf_body(kind)
         if watching:
             return self.watch(kind, ns, query, as_table)
         if method == "GET" and name is None:
@@ -388,8 +410,7 @@ class Handler(BaseHTTPRequestHandler):
         elif method == "PUT" and name:
             res = registry.update(kind, ns, name, self.raw_body, req, sub)
         elif method == "PATCH" and name:
-            ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
-            res = registry.patch(kind, ns, name, self.raw_body, ctype, req, sub)
+            res = registry.patch(kind, ns, name, self.raw_body, self.content_type(), req, sub)
         elif method == "DELETE" and name:
             res = registry.delete(kind, ns, name, self.raw_body, req)
         elif method == "DELETE":
@@ -398,6 +419,35 @@ class Handler(BaseHTTPRequestHandler):
         else:
             raise ApiError(405, "MethodNotAllowed", "%s is not allowed here" % method)
         return self.send_json(res.code, res.body, res.warnings)
+
+    def token_request(self, ns, name, query):
+        """POST serviceaccounts/NAME/token (tokens.py)."""
+        raw = self.raw_body
+        if self.content_type() == protobuf.MEDIA_TYPE:
+            raise ApiError(415, "UnsupportedMediaType", "the local test cluster decodes "
+                           "TokenRequest bodies in JSON only; send application/json")
+        Request(query, self.user)  # checks dryRun and fieldValidation
+        obj, dups = decoder.parse_json(raw or b"{}")
+        if not isinstance(obj, dict):
+            raise bad_request("the object provided is unrecognized (must be of type "
+                              "TokenRequest): couldn't get version/kind; json parse error")
+        obj, warnings = decoder.decode("authentication.k8s.io/v1/TokenRequest", obj,
+                                       arg(query, "fieldValidation", "") or "Warn", dups)
+        with self.api.store.lock:
+            out = self.api.tokens.token_request(ns, name, obj)
+        return self.send_json(201, out, warnings)
+
+    def content_type(self):
+        return (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+
+    def protobuf_body(self, kind):
+        """A protobuf body as JSON (protobuf.py); 415 for a custom
+        resource, as a real server answers: CRDs have no protobuf form."""
+        if isinstance(kind, kinds.Custom):
+            raise ApiError(415, "UnsupportedMediaType", "the body of the request was in an "
+                           "unknown format - accepted media types include: application/json, "
+                           "application/yaml")
+        return protobuf.to_json(self.raw_body)
 
     @staticmethod
     def matcher(kind, query):
@@ -544,8 +594,8 @@ def main():
     if a.ca:
         with open(a.ca) as f:
             ca_pem = f.read()
-    Handler.api = Api(ca_pem, a.watch_history)
-    Handler.authn = auth.Authenticator(a.token)
+    Handler.api = Api(ca_pem, a.watch_history, a.token)
+    Handler.authn = auth.Authenticator(a.token, Handler.api.tokens)
     server = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
     server.daemon_threads = True
     server.verbose = a.verbose

@@ -14,6 +14,7 @@ sees, run in the API server's process over the registry:
 - service account and root CA publisher: every namespace has the
   ServiceAccount "default" and the ConfigMap kube-root-ca.crt with the
   cluster's CA, made again if deleted.
+- deployment and replica set controllers: apps.py.
 - PVC protection: a PersistentVolumeClaim being deleted keeps its
   kubernetes.io/pvc-protection finalizer while a pod that has not finished
   uses it.
@@ -23,6 +24,7 @@ Standard library only.
 import threading
 import time
 
+from apps import Apps
 from registry import Request
 from store import clone
 
@@ -52,6 +54,7 @@ class Controllers:
         self.store = registry.store
         self.ca_pem = ca_pem
         self.log = log
+        self.apps = Apps(registry, log)
         self.stopping = False
         # What the namespace controllers last saw (resourceVersions of the
         # namespaces, ServiceAccounts and ConfigMaps), when that left them
@@ -97,11 +100,13 @@ class Controllers:
             self.sweep()
 
     def sweep(self):
-        """The garbage collector and PVC protection. They read the stored
-        objects without copying them (and copy what they change)."""
+        """The garbage collector, PVC protection and the apps controllers.
+        They read the stored objects without copying them (and copy what
+        they change)."""
         self.follow()
         self.garbage()
         self.pvc_protection()
+        self.apps.sync()
 
     def follow(self):
         """Brings the garbage collector's view up to the store's changes;

@@ -1,0 +1,272 @@
+"""RBAC (rbac.py) and ServiceAccount tokens (tokens.py) over a store of
+their own, as a table of requests a ServiceAccount makes and what the real
+RBAC authorizer answers: verbs, API groups, subresources, resourceNames,
+namespaced and cluster bindings, missing roles, aggregated ClusterRoles,
+non-resource paths; then the 403's wording, and which tokens authenticate
+(expired, wrong signature, ServiceAccount or bound pod gone)."""
+import json
+import unittest
+
+import auth
+import rbac
+import tokens
+from errors import ApiError
+from registry import Registry, Request
+from store import Store
+
+A = rbac.Attributes
+SA = tokens.service_account_user("team", "bot")
+
+
+class RbacTest(unittest.TestCase):
+    def setUp(self):
+        self.store = Store()
+        self.registry = Registry(self.store)
+        for ns in ("team", "other"):
+            self.create("v1", "namespaces", None, {"metadata": {"name": ns}}, "Namespace")
+        for key, obj in rbac.BOOTSTRAP:
+            self.registry._create(self.registry.kind_of_key(key), None, obj, Request({}))
+        self.authz = rbac.Authorizer(self.store)
+
+    def create(self, gv, plural, ns, obj, kind):
+        obj = dict(obj, apiVersion=gv, kind=kind)
+        return self.registry.create(self.registry.kind(gv, plural), ns,
+                                    json.dumps(obj).encode(), Request({})).body
+
+    def role(self, name, rules, ns="team", labels=None, aggregate=None):
+        obj = {"metadata": {"name": name, "labels": labels or {}}, "rules": rules}
+        if aggregate:
+            obj["aggregationRule"] = {"clusterRoleSelectors": [{"matchLabels": aggregate}]}
+        gv = "rbac.authorization.k8s.io/v1"
+        if ns:
+            return self.create(gv, "roles", ns, obj, "Role")
+        return self.create(gv, "clusterroles", None, obj, "ClusterRole")
+
+    def bind(self, name, role_kind, role, ns="team", subject=None):
+        subject = subject or {"kind": "ServiceAccount", "name": "bot", "namespace": "team"}
+        obj = {"metadata": {"name": name}, "subjects": [subject],
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind,
+                           "name": role}}
+        gv = "rbac.authorization.k8s.io/v1"
+        if ns:
+            return self.create(gv, "rolebindings", ns, obj, "RoleBinding")
+        return self.create(gv, "clusterrolebindings", None, obj, "ClusterRoleBinding")
+
+    def allowed(self, attrs, user=SA):
+        return self.authz.authorize(user, attrs)[0]
+
+    def test_a_role_allows_its_verbs_resources_and_groups_in_its_namespace_only(self):
+        self.role("pods", [{"apiGroups": [""], "resources": ["pods"],
+                            "verbs": ["get", "list", "watch"]}])
+        self.bind("pods", "Role", "pods")
+        cases = [
+            (A("get", "", "pods", "", "team", "p"), True),
+            (A("list", "", "pods", "", "team"), True),
+            (A("watch", "", "pods", "", "team"), True),
+            (A("create", "", "pods", "", "team"), False),
+            (A("delete", "", "pods", "", "team", "p"), False),
+            (A("deletecollection", "", "pods", "", "team"), False),
+            (A("get", "", "pods", "", "other", "p"), False),
+            (A("list", "", "pods"), False),                       # all namespaces
+            (A("get", "", "pods", "status", "team", "p"), False),  # a subresource
+            (A("get", "", "pods", "log", "team", "p"), False),
+            (A("get", "apps", "pods", "", "team", "p"), False),    # another group
+            (A("get", "", "secrets", "", "team", "s"), False),
+        ]
+        for attrs, want in cases:
+            with self.subTest(verb=attrs.verb, resource=attrs.resource, sub=attrs.subresource,
+                              ns=attrs.namespace, group=attrs.group):
+                self.assertEqual(self.allowed(attrs), want)
+
+    def test_subresources_wildcards_and_resource_names_match_as_in_kubernetes(self):
+        self.role("mixed", [
+            {"apiGroups": ["training.mwj.io"], "resources": ["multiworkerjobs/status"],
+             "verbs": ["patch", "update"]},
+            {"apiGroups": ["*"], "resources": ["*/scale"], "verbs": ["get"]},
+            {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["cfg"],
+             "verbs": ["get", "update", "list", "create"]},
+            {"apiGroups": ["coordination.k8s.io"], "resources": ["*"], "verbs": ["*"]}])
+        self.bind("mixed", "Role", "mixed")
+        cases = [
+            (A("patch", "training.mwj.io", "multiworkerjobs", "status", "team", "j"), True),
+            (A("patch", "training.mwj.io", "multiworkerjobs", "", "team", "j"), False),
+            (A("get", "apps", "deployments", "scale", "team", "d"), True),
+            (A("get", "apps", "deployments", "", "team", "d"), False),
+            (A("get", "", "configmaps", "", "team", "cfg"), True),
+            (A("update", "", "configmaps", "", "team", "cfg"), True),
+            (A("get", "", "configmaps", "", "team", "other"), False),
+            # resourceNames never match a request without a name.
+            (A("list", "", "configmaps", "", "team"), False),
+            (A("create", "", "configmaps", "", "team"), False),
+            (A("deletecollection", "coordination.k8s.io", "leases", "", "team"), True),
+            (A("update", "coordination.k8s.io", "leases", "status", "team", "l"), True),
+        ]
+        for attrs, want in cases:
+            with self.subTest(verb=attrs.verb, resource=attrs.resource, sub=attrs.subresource,
+                              name=attrs.name):
+                self.assertEqual(self.allowed(attrs), want)
+
+    def test_cluster_roles_bound_in_a_namespace_or_cluster_wide(self):
+        self.role("reader", [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}],
+                  ns=None)
+        self.bind("reader", "ClusterRole", "reader", ns="other")
+        self.assertTrue(self.allowed(A("get", "", "secrets", "", "other", "s")))
+        self.assertFalse(self.allowed(A("get", "", "secrets", "", "team", "s")))
+        self.assertFalse(self.allowed(A("get", "", "secrets", "", "", "s")))
+        self.bind("reader", "ClusterRole", "reader", ns=None)
+        self.assertTrue(self.allowed(A("get", "", "secrets", "", "team", "s")))
+        self.assertTrue(self.allowed(A("get", "", "secrets", "", "", "s")))
+
+    def test_a_service_account_subject_defaults_to_the_binding_namespace(self):
+        self.role("pods", [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}])
+        self.bind("pods", "Role", "pods", subject={"kind": "ServiceAccount", "name": "bot"})
+        self.assertTrue(self.allowed(A("get", "", "pods", "", "team", "p")))
+        other = tokens.service_account_user("other", "bot")
+        self.assertFalse(self.allowed(A("get", "", "pods", "", "team", "p"), other))
+
+    def test_groups_and_users_are_subjects_too(self):
+        self.role("pods", [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}])
+        self.bind("all-sas", "Role", "pods", subject={
+            "kind": "Group", "name": "system:serviceaccounts:team",
+            "apiGroup": "rbac.authorization.k8s.io"})
+        self.assertTrue(self.allowed(A("get", "", "pods", "", "team", "p")))
+        self.assertTrue(self.allowed(A("get", "", "pods", "", "team", "p"),
+                                     tokens.service_account_user("team", "other")))
+        self.assertFalse(self.allowed(A("get", "", "pods", "", "team", "p"),
+                                      tokens.service_account_user("other", "bot")))
+
+    def test_a_binding_to_a_missing_role_denies_and_says_so(self):
+        self.bind("ghost", "ClusterRole", "ghost", ns=None)
+        allowed, reason = self.authz.authorize(SA, A("get", "", "pods", "", "team", "p"))
+        self.assertFalse(allowed)
+        self.assertEqual(reason, 'RBAC: clusterrole.rbac.authorization.k8s.io "ghost" not found')
+
+    def test_an_aggregated_cluster_role_has_the_rules_of_the_roles_it_selects(self):
+        self.role("agg", [], ns=None, aggregate={"rbac.example.com/aggregate-to-agg": "true"})
+        self.role("part", [{"apiGroups": ["apps"], "resources": ["deployments"],
+                            "verbs": ["list"]}], ns=None,
+                  labels={"rbac.example.com/aggregate-to-agg": "true"})
+        self.bind("agg", "ClusterRole", "agg", ns=None)
+        self.assertTrue(self.allowed(A("list", "apps", "deployments", "", "team")))
+
+    def test_every_authenticated_user_has_discovery_and_the_anonymous_only_public_paths(self):
+        for path in ("/api", "/apis/apps/v1", "/openapi/v2", "/version"):
+            self.assertTrue(self.allowed(A("get", path=path)), path)
+        self.assertFalse(self.allowed(A("get", path="/mwj-test/errors")))
+        self.assertFalse(self.allowed(A("post", path="/api")))
+        self.assertTrue(self.allowed(A("get", path="/version"), auth.ANONYMOUS))
+        self.assertFalse(self.allowed(A("get", path="/api"), auth.ANONYMOUS))
+        self.assertTrue(self.allowed(A("delete", "", "nodes", "", "", "n"), auth.ADMIN))
+
+    def test_the_403_reads_as_the_real_servers(self):
+        cases = [
+            (A("get", "", "secrets", "", "team", "s"),
+             'secrets "s" is forbidden: User "system:serviceaccount:team:bot" cannot get '
+             'resource "secrets" in API group "" in the namespace "team"',
+             {"name": "s", "kind": "secrets"}),
+            (A("list", "apps", "deployments", "", "team"),
+             'deployments.apps is forbidden: User "system:serviceaccount:team:bot" cannot list '
+             'resource "deployments" in API group "apps" in the namespace "team"',
+             {"group": "apps", "kind": "deployments"}),
+            (A("update", "", "pods", "status", "team", "p"),
+             'pods "p" is forbidden: User "system:serviceaccount:team:bot" cannot update '
+             'resource "pods/status" in API group "" in the namespace "team"',
+             {"name": "p", "kind": "pods"}),
+            (A("list", "", "nodes"),
+             'nodes is forbidden: User "system:serviceaccount:team:bot" cannot list resource '
+             '"nodes" in API group "" at the cluster scope', {"kind": "nodes"}),
+            (A("post", path="/mwj-test/compact"),
+             'forbidden: User "system:serviceaccount:team:bot" cannot post path '
+             '"/mwj-test/compact"', {}),
+        ]
+        for attrs, message, details in cases:
+            with self.subTest(message=message):
+                with self.assertRaises(ApiError) as e:
+                    auth.authorize(self.authz, SA, attrs)
+                st = e.exception.status()
+                self.assertEqual((st["code"], st["reason"]), (403, "Forbidden"))
+                self.assertEqual(st["message"], message)
+                self.assertEqual(st.get("details"), details)
+
+    def test_binding_validation_refuses_what_the_real_server_refuses(self):
+        kind = self.registry.kind("rbac.authorization.k8s.io/v1", "rolebindings")
+        bad = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": {"name": "b"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Pod", "name": ""},
+               "subjects": [{"kind": "Robot", "name": "r"}]}
+        with self.assertRaises(ApiError) as e:
+            self.registry.create(kind, "team", json.dumps(bad).encode(), Request({}))
+        self.assertEqual(e.exception.code, 422)
+        fields = [c["field"] for c in e.exception.details["causes"]]
+        self.assertEqual(fields, ["roleRef.kind", "roleRef.name", "subjects[0].kind"])
+        good = self.bind("b", "ClusterRole", "view")
+        good["roleRef"]["name"] = "edit"
+        with self.assertRaises(ApiError) as e:
+            self.registry.update(kind, "team", "b", json.dumps(good).encode(), Request({}))
+        self.assertIn("cannot change roleRef", e.exception.message)
+
+
+class TokenTest(unittest.TestCase):
+    def setUp(self):
+        self.store = Store()
+        self.registry = Registry(self.store)
+        self.registry._create(self.registry.kind("v1", "namespaces"), None, {
+            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}, Request({}))
+        self.sa = self.registry._create(self.registry.kind("v1", "serviceaccounts"), "team", {
+            "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "bot"}},
+            Request({}))
+        self.issuer = tokens.Issuer(self.store, "admin-token")
+
+    def test_a_token_is_its_service_account_until_it_expires(self):
+        token, exp = self.issuer.issue(self.sa, seconds=600, now=1000)
+        user = self.issuer.authenticate(token, now=1500)
+        self.assertEqual(user.name, "system:serviceaccount:team:bot")
+        self.assertEqual(user.groups, ["system:serviceaccounts", "system:serviceaccounts:team",
+                                       "system:authenticated"])
+        self.assertEqual(exp, 1600)
+        with self.assertRaises(ApiError) as e:
+            self.issuer.authenticate(token, now=1601)
+        self.assertEqual(e.exception.code, 401)
+
+    def test_a_token_of_another_key_or_audience_or_a_gone_account_is_refused(self):
+        token, _ = self.issuer.issue(self.sa)
+        self.assertIsNone(tokens.Issuer(self.store, "other").authenticate(token))
+        self.assertIsNone(self.issuer.authenticate("not-a-jwt"))
+        wrong_aud, _ = self.issuer.issue(self.sa, audiences=["vault"])
+        with self.assertRaises(ApiError):
+            self.issuer.authenticate(wrong_aud)
+        self.store.remove("/v1/serviceaccounts", "team", "bot")
+        with self.assertRaises(ApiError):
+            self.issuer.authenticate(token)
+
+    def test_a_token_bound_to_a_pod_ends_with_the_pod(self):
+        pod = self.registry._create(self.registry.kind("v1", "pods"), "team", {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": "i"}], "schedulerName": "none",
+                     "serviceAccountName": "bot"}},
+            Request({}))
+        token, _ = self.issuer.issue(self.sa, bound=dict(pod, kind="Pod"))
+        self.assertIsNotNone(self.issuer.authenticate(token))
+        self.store.remove("/v1/pods", "team", "p")
+        with self.assertRaises(ApiError):
+            self.issuer.authenticate(token)
+
+    def test_a_token_request_is_answered_as_the_real_server_answers_it(self):
+        out = self.issuer.token_request("team", "bot", {"spec": {"expirationSeconds": 900}})
+        self.assertEqual(out["kind"], "TokenRequest")
+        self.assertEqual(out["metadata"]["name"], "bot")
+        self.assertEqual(out["spec"]["audiences"], tokens.AUDIENCES)
+        self.assertEqual(self.issuer.authenticate(out["status"]["token"]).name,
+                         "system:serviceaccount:team:bot")
+        with self.assertRaises(ApiError) as e:
+            self.issuer.token_request("team", "bot", {"spec": {"expirationSeconds": 60}})
+        self.assertEqual(e.exception.message, 'TokenRequest.authentication.k8s.io "" is '
+                         'invalid: spec.expirationSeconds: Invalid value: 60: may not specify '
+                         'a duration less than 10 minutes')
+        with self.assertRaises(ApiError) as e:
+            self.issuer.token_request("team", "nobody", {})
+        self.assertEqual(e.exception.message, 'serviceaccounts "nobody" not found')
+
+
+if __name__ == "__main__":
+    unittest.main()
