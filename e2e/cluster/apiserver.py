@@ -424,8 +424,7 @@ class Handler(BaseHTTPRequestHandler):
         """POST serviceaccounts/NAME/token (tokens.py)."""
         raw = self.raw_body
         if self.content_type() == protobuf.MEDIA_TYPE:
-            raise ApiError(415, "UnsupportedMediaType", "the local test cluster decodes "
-                           "TokenRequest bodies in JSON only; send application/json")
+            raw = protobuf.to_json(raw)
         Request(query, self.user)  # checks dryRun and fieldValidation
         obj, dups = decoder.parse_json(raw or b"{}")
         if not isinstance(obj, dict):

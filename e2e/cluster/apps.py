@@ -11,7 +11,8 @@ the small: what `kubectl get all`, `kubectl rollout status` and
   revisionHistoryLimit that have been scaled to 0 are deleted. The status
   (observedGeneration, replicas, updatedReplicas, readyReplicas,
   availableReplicas, unavailableReplicas, the Available and Progressing
-  conditions) is what kubectl rollout status and helm's ready check read.
+  conditions) is what kubectl rollout status and helm's ready check read;
+  the deployment.kubernetes.io/revision annotation says which set is new.
   A paused Deployment is not scaled.
 - replica set controller (pkg/controller/replicaset): a ReplicaSet keeps
   spec.replicas active pods (not finished, not being deleted) from its
@@ -220,7 +221,8 @@ class Apps:
         sel = clone((d.get("spec") or {}).get("selector") or {})
         sel.setdefault("matchLabels", {})[HASH_LABEL] = h
         annotations = {k: v for k, v in (d["metadata"].get("annotations") or {}).items()
-                       if k != "kubectl.kubernetes.io/last-applied-configuration"}
+                       if k not in ("kubectl.kubernetes.io/last-applied-configuration",
+                                    REVISION)}
         annotations.update({REVISION: str(revision), DESIRED: str(d["spec"].get("replicas", 1)),
                             MAX_REPLICAS: str(d["spec"].get("replicas", 1) + _surge(d))})
         rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
@@ -300,9 +302,13 @@ class Apps:
                 "lastTransitionTime": prev.get("lastTransitionTime", t)
                 if prev.get("status") == value else t,
                 "reason": reason, "message": message})
-        if status != old_status:
+        revision = str(_revision(new))
+        annotations = d["metadata"].get("annotations") or {}
+        if status != old_status or annotations.get(REVISION) != revision:
             d = clone(d)
             d["status"] = status
+            # The Deployment carries its newest set's revision too.
+            d["metadata"].setdefault("annotations", {})[REVISION] = revision
             self.store.replace(DEPLOYMENTS, d["metadata"]["namespace"], d["metadata"]["name"], d)
 
     # --- replica sets ---

@@ -71,9 +71,19 @@ MESSAGES = {
                5: ("immutable", "bool?")},
     "ConfigMap": {1: ("metadata", "ObjectMeta"), 2: ("data", "map[string]string"),
                   3: ("binaryData", "map[string]bytes"), 4: ("immutable", "bool?")},
+    # authentication.k8s.io/v1, which `kubectl create token` sends.
+    "TokenRequest": {1: ("metadata", "ObjectMeta"), 2: ("spec", "TokenRequestSpec"),
+                     3: ("status", "TokenRequestStatus")},
+    "TokenRequestSpec": {1: ("audiences", "[]string"), 3: ("boundObjectRef",
+                                                           "BoundObjectReference"),
+                         4: ("expirationSeconds", "int64?")},
+    "BoundObjectReference": {1: ("kind", "string"), 2: ("apiVersion", "string"),
+                             3: ("name", "string"), 4: ("uid", "string")},
+    "TokenRequestStatus": {1: ("token", "string"), 2: ("expirationTimestamp", "Time")},
 }
 # (apiVersion, kind) of a body -> its message.
 KINDS = {("v1", "Secret"): "Secret", ("v1", "ConfigMap"): "ConfigMap",
+         ("authentication.k8s.io/v1", "TokenRequest"): "TokenRequest",
          ("v1", "DeleteOptions"): "DeleteOptions",
          ("meta.k8s.io/v1", "DeleteOptions"): "DeleteOptions"}
 
