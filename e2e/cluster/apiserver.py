@@ -5,7 +5,8 @@ must refuse what a real kube-apiserver refuses, with the same status and
 body, so that what passes here does not break on a real cluster.
 
 The request path is split as the real server's is:
-  this file      HTTP: routing, discovery and OpenAPI, bodies in and compact
+  this file      HTTP: routing, discovery and OpenAPI (v2: openapi_v2.py),
+                 bodies in and compact
                  JSON out, Warning headers, watches and logs as streams;
   auth.py        authentication (the cluster's token, ServiceAccount
                  tokens of tokens.py, anonymous) and authorization (RBAC,
@@ -50,6 +51,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import auth
 import decoder
 import kinds
+import openapi_v2
 import protobuf
 import rbac
 import selector
@@ -109,6 +111,7 @@ class Api:
         self.registry = Registry(self.store)
         self.tokens = Issuer(self.store, token)
         self.authorizer = rbac.Authorizer(self.store)
+        self.openapi_v2 = (None, b"", b"")  # (CRD version, JSON, protobuf)
         ns_kind = self.registry.kind("v1", "namespaces")
         for ns in SYSTEM_NAMESPACES:
             self.registry._create(ns_kind, None, {"apiVersion": "v1", "kind": "Namespace",
@@ -300,6 +303,8 @@ class Handler(BaseHTTPRequestHandler):
                                             "serverAddress": "127.0.0.1"}]})
         if path == "/apis":
             return self.send_json(200, api.group_list())
+        if path == "/openapi/v2":
+            return self.send_openapi_v2()
         if path == "/openapi/v3":
             return self.send_json(200, api.openapi_root())
         if path.startswith("/openapi/v3/"):
@@ -314,6 +319,24 @@ class Handler(BaseHTTPRequestHandler):
         if m is None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         return self.resource(method, m, query)
+
+    def send_openapi_v2(self):
+        """The Swagger 2.0 document, in protobuf when the client asks for
+        it (client-go's discovery always does), else in JSON; made again
+        only when a CRD has changed."""
+        api = self.api
+        stamp = api.store.version_of(kinds.CRD_KEY)
+        if api.openapi_v2[0] != stamp:
+            doc = openapi_v2.document(api.registry)
+            api.openapi_v2 = (stamp, compact(doc), openapi_v2.encode(doc))
+        accept = self.headers.get("Accept") or ""
+        proto = next((t for t in openapi_v2.MEDIA_TYPES if t in accept), None)
+        data = api.openapi_v2[2] if proto else api.openapi_v2[1]
+        self.send_response(200)
+        self.send_header("Content-Type", proto or "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     def send_text(self, code, data):
         self.send_response(code)
