@@ -38,6 +38,7 @@ import json
 import math
 
 from registry import Request
+from selector import selector_matches
 from store import clone, now
 
 DEPLOYMENTS = "apps/v1/deployments"
@@ -58,29 +59,6 @@ def template_hash(template):
     for b in json.dumps(template, sort_keys=True, separators=(",", ":")).encode():
         h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
     return "".join(ALPHANUMS[ord(c) % len(ALPHANUMS)] for c in str(h))
-
-
-def selector_matches(sel, labels):
-    """metav1.LabelSelector: matchLabels and matchExpressions (In, NotIn,
-    Exists, DoesNotExist). An empty selector matches nothing here, as for
-    the controllers (validation refuses it on apps/v1 anyway)."""
-    if not isinstance(sel, dict) or not (sel.get("matchLabels") or sel.get("matchExpressions")):
-        return False
-    labels = labels or {}
-    for k, v in (sel.get("matchLabels") or {}).items():
-        if labels.get(k) != v:
-            return False
-    for e in sel.get("matchExpressions") or []:
-        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
-        if op == "In" and labels.get(key) not in values:
-            return False
-        if op == "NotIn" and key in labels and labels[key] in values:
-            return False
-        if op == "Exists" and key not in labels:
-            return False
-        if op == "DoesNotExist" and key in labels:
-            return False
-    return True
 
 
 def _controller_uid(obj):

@@ -25,6 +25,11 @@ ClusterRoleBinding objects in the store:
 The users of the system:masters group are allowed everything before RBAC
 is asked, as by kube-apiserver's privileged-group authorizer.
 
+Escalation prevention (Escalation) is the RBAC registry's: a user who is
+not in system:masters may write a Role or ClusterRole only with rules the
+user already holds, or with the "escalate" verb on it, and a binding only
+to a role whose rules the user holds, or with the "bind" verb on it.
+
 BOOTSTRAP is the part of the real server's bootstrap policy (its
 ClusterRoles and ClusterRoleBindings, made at start) that a client
 notices: cluster-admin, and discovery, basic-user and public-info-viewer
@@ -32,7 +37,11 @@ for everyone (authenticated, or not for the public paths).
 
 Standard library only.
 """
-from apps import selector_matches
+import json
+
+from errors import ApiError, not_found_error
+from selector import selector_matches
+from tokens import User
 
 GROUP = "rbac.authorization.k8s.io"
 ROLES = GROUP + "/v1/roles"
@@ -213,3 +222,157 @@ BOOTSTRAP = [
     (CLUSTER_ROLE_BINDINGS, _binding("system:public-info-viewer", "system:public-info-viewer",
                                      ["system:authenticated", "system:unauthenticated"])),
 ]
+
+
+# --- escalation prevention: what pkg/registry/rbac's policy-based storage
+# checks before a Role, ClusterRole or binding is written ---
+
+ROLE_KEYS = {ROLES: "roles", CLUSTER_ROLES: "clusterroles"}
+BINDING_KEYS = {ROLE_BINDINGS: "rolebindings", CLUSTER_ROLE_BINDINGS: "clusterrolebindings"}
+
+
+def _breakdown(rule):
+    """BreakdownRule: one rule per verb, group, resource and name (or URL)."""
+    out = []
+    for g in rule.get("apiGroups") or []:
+        for r in rule.get("resources") or []:
+            for v in rule.get("verbs") or []:
+                names = rule.get("resourceNames") or [None]
+                for n in names:
+                    sub = {"apiGroups": [g], "resources": [r], "verbs": [v]}
+                    if n is not None:
+                        sub["resourceNames"] = [n]
+                    out.append(sub)
+    for url in rule.get("nonResourceURLs") or []:
+        for v in rule.get("verbs") or []:
+            out.append({"nonResourceURLs": [url], "verbs": [v]})
+    return out
+
+
+def _has_all(have, want):
+    return all(w in have for w in want)
+
+
+def _resources_cover(have, want):
+    if "*" in have or _has_all(have, want):
+        return True
+    for path in want:
+        if path in have:
+            continue
+        if "/" not in path or "*/" + path.split("/", 1)[1] not in have:
+            return False
+    return True
+
+
+def _urls_cover(have, want):
+    return all(any(h == w or (h.endswith("*") and w.startswith(h.rstrip("*"))) for h in have)
+               for w in want)
+
+
+def _covers(owner, sub):
+    """ruleCovers (pkg/registry/rbac/validation/policy_comparator.go)."""
+    verbs, groups = owner.get("verbs") or [], owner.get("apiGroups") or []
+    names = owner.get("resourceNames") or []
+    if sub.get("resourceNames"):
+        names_ok = not names or _has_all(names, sub["resourceNames"])
+    else:
+        names_ok = not names
+    return ("*" in verbs or _has_all(verbs, sub.get("verbs") or [])) and \
+        ("*" in groups or _has_all(groups, sub.get("apiGroups") or [])) and \
+        _resources_cover(owner.get("resources") or [], sub.get("resources") or []) and \
+        _urls_cover(owner.get("nonResourceURLs") or [], sub.get("nonResourceURLs") or []) \
+        and names_ok
+
+
+def _go_strings(values):
+    """Go's %q of a []string: ["a" "b"]."""
+    return "[" + " ".join(json.dumps(v) for v in values) + "]"
+
+
+def _compact_string(rule):
+    """rbacv1helpers.CompactString."""
+    parts = []
+    for key, title in (("apiGroups", "APIGroups"), ("resources", "Resources"),
+                       ("nonResourceURLs", "NonResourceURLs"),
+                       ("resourceNames", "ResourceNames"), ("verbs", "Verbs")):
+        if rule.get(key):
+            parts.append("%s:%s" % (title, _go_strings(rule[key])))
+    return "{" + ", ".join(parts) + "}"
+
+
+def _compact(rules):
+    """CompactRules: simple resource rules that differ only in their verb
+    become one rule with all the verbs."""
+    out, index = [], {}
+    for r in rules:
+        if r.get("nonResourceURLs"):
+            out.append(r)
+            continue
+        key = (tuple(r["apiGroups"]), tuple(r["resources"]), tuple(r.get("resourceNames", ())))
+        if key in index:
+            index[key]["verbs"] = index[key]["verbs"] + [v for v in r["verbs"]
+                                                         if v not in index[key]["verbs"]]
+        else:
+            index[key] = dict(r, verbs=list(r["verbs"]))
+            out.append(index[key])
+    return out
+
+
+class Escalation:
+    """The check of a write of a role or binding by a user who is not in
+    system:masters: a role may only hold rules the user holds (unless the
+    user may "escalate" roles), and a binding may only bind a role whose
+    rules the user holds (unless the user may "bind" it). 403 otherwise,
+    with the real message."""
+
+    def __init__(self, store):
+        self.store = store
+        self.authorizer = Authorizer(store)
+
+    def rules_for(self, user, ns):
+        """RulesFor: every rule bound to user, cluster-wide and in ns."""
+        rules, errors = [], []
+        for b in self.store.items(CLUSTER_ROLE_BINDINGS):
+            if any(_applies(s, user, "") for s in b.get("subjects") or []):
+                rules += self.authorizer._rules(b.get("roleRef") or {}, "", errors)
+        if ns:
+            for b in self.store.items(ROLE_BINDINGS, ns):
+                if any(_applies(s, user, ns) for s in b.get("subjects") or []):
+                    rules += self.authorizer._rules(b.get("roleRef") or {}, ns, errors)
+        return rules
+
+    def check(self, key, obj, ns, user):
+        """Raises 403 (or 404 for a binding to a missing role) when user
+        may not write obj, a role or binding of store key key."""
+        if not isinstance(user, User) or MASTERS in user.groups:
+            return  # the cluster's own writes, and the privileged group
+        name = obj["metadata"].get("name", "")
+        if key in ROLE_KEYS:
+            resource = ROLE_KEYS[key]
+            if self.authorizer.authorize(user, Attributes("escalate", GROUP, resource, "",
+                                                          ns or "", name))[0]:
+                return
+            rules = obj.get("rules") or []
+        elif key in BINDING_KEYS:
+            resource = BINDING_KEYS[key]
+            ref = obj.get("roleRef") or {}
+            role_resource = "roles" if ref.get("kind") == "Role" else "clusterroles"
+            if self.authorizer.authorize(user, Attributes("bind", GROUP, role_resource, "",
+                                                          ns or "", ref.get("name", "")))[0]:
+                return
+            errors = []
+            rules = self.authorizer._rules(ref, ns or "", errors)
+            if errors:
+                raise not_found_error(role_resource, GROUP, ref.get("name", ""))
+        else:
+            return
+        owner = self.rules_for(user, ns)
+        missing = [r for rule in rules for r in _breakdown(rule)
+                   if not any(_covers(o, r) for o in owner)]
+        if not missing:
+            return
+        lines = sorted(set(_compact_string(r) for r in _compact(missing)))
+        why = "user %s (groups=%s) is attempting to grant RBAC permissions not currently " \
+              "held:\n%s" % (json.dumps(user.name), _go_strings(user.groups), "\n".join(lines))
+        raise ApiError(403, "Forbidden", '%s.%s "%s" is forbidden: %s' % (
+            resource, GROUP, name, why), {"name": name, "group": GROUP, "kind": resource})

@@ -18,7 +18,9 @@ A = rbac.Attributes
 SA = tokens.service_account_user("team", "bot")
 
 
-class RbacTest(unittest.TestCase):
+class RbacBase(unittest.TestCase):
+    """A store with two namespaces and the bootstrap policy."""
+
     def setUp(self):
         self.store = Store()
         self.registry = Registry(self.store)
@@ -55,6 +57,8 @@ class RbacTest(unittest.TestCase):
     def allowed(self, attrs, user=SA):
         return self.authz.authorize(user, attrs)[0]
 
+
+class RbacTest(RbacBase):
     def test_a_role_allows_its_verbs_resources_and_groups_in_its_namespace_only(self):
         self.role("pods", [{"apiGroups": [""], "resources": ["pods"],
                             "verbs": ["get", "list", "watch"]}])
@@ -204,6 +208,59 @@ class RbacTest(unittest.TestCase):
         with self.assertRaises(ApiError) as e:
             self.registry.update(kind, "team", "b", json.dumps(good).encode(), Request({}))
         self.assertIn("cannot change roleRef", e.exception.message)
+
+
+class EscalationTest(RbacBase):
+    """A ServiceAccount allowed to write roles and bindings may not grant
+    more than it holds, as the RBAC registry's escalation check decides."""
+
+    def setUp(self):
+        super().setUp()
+        self.role("rbac-writer", [
+            {"apiGroups": ["rbac.authorization.k8s.io"],
+             "resources": ["roles", "rolebindings"], "verbs": ["create", "update"]},
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}])
+        self.bind("rbac-writer", "Role", "rbac-writer")
+
+    def write_as_bot(self, plural, obj, kind):
+        obj = dict(obj, apiVersion="rbac.authorization.k8s.io/v1", kind=kind)
+        return self.registry.create(self.registry.kind("rbac.authorization.k8s.io/v1", plural),
+                                    "team", json.dumps(obj).encode(), Request({}, SA))
+
+    def test_a_role_with_rules_the_user_holds_may_be_written(self):
+        res = self.write_as_bot("roles", {"metadata": {"name": "pod-reader"}, "rules": [
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}, "Role")
+        self.assertEqual(res.code, 201)
+
+    def test_a_role_with_more_is_refused_naming_what_is_missing(self):
+        with self.assertRaises(ApiError) as e:
+            self.write_as_bot("roles", {"metadata": {"name": "greedy"}, "rules": [
+                {"apiGroups": [""], "resources": ["pods", "secrets"],
+                 "verbs": ["get", "list", "delete"]}]}, "Role")
+        self.assertEqual(e.exception.code, 403)
+        self.assertEqual(e.exception.message,
+                         'roles.rbac.authorization.k8s.io "greedy" is forbidden: user '
+                         '"system:serviceaccount:team:bot" (groups=["system:serviceaccounts" '
+                         '"system:serviceaccounts:team" "system:authenticated"]) is attempting '
+                         'to grant RBAC permissions not currently held:\n'
+                         '{APIGroups:[""], Resources:["pods"], Verbs:["delete"]}\n'
+                         '{APIGroups:[""], Resources:["secrets"], Verbs:["get" "list" "delete"]}')
+
+    def test_binding_a_role_the_user_does_not_hold_needs_the_bind_verb(self):
+        binding = {"metadata": {"name": "admin"}, "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+            "name": "cluster-admin"},
+            "subjects": [{"kind": "ServiceAccount", "name": "bot", "namespace": "team"}]}
+        with self.assertRaises(ApiError) as e:
+            self.write_as_bot("rolebindings", binding, "RoleBinding")
+        self.assertEqual(e.exception.code, 403)
+        self.assertIn("is attempting to grant RBAC permissions not currently held",
+                      e.exception.message)
+        self.role("binder", [{"apiGroups": ["rbac.authorization.k8s.io"],
+                              "resources": ["clusterroles"], "verbs": ["bind"],
+                              "resourceNames": ["cluster-admin"]}])
+        self.bind("binder", "Role", "binder")
+        self.assertEqual(self.write_as_bot("rolebindings", binding, "RoleBinding").code, 201)
 
 
 class TokenTest(unittest.TestCase):

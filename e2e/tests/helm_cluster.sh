@@ -64,6 +64,11 @@ check "helm with the ConfigMap driver installs too" \
 	env HELM_DRIVER=configmap "$helm" install cm-demo "$chart" --wait --timeout 60s
 check "its release is kept in a ConfigMap" k get configmap sh.helm.release.v1.cm-demo.v1
 
+explain_v2() { # kubectl explain from the Swagger 2.0 document (/openapi/v2, protobuf)
+	k explain deployment.spec.replicas --output=plaintext-openapiv2 | grep -q 'replicas.*<integer>'
+}
+check "kubectl explain reads the OpenAPI v2 document" explain_v2
+
 # ServiceAccount tokens, authorized by RBAC.
 token=$(k create token demo --duration=10m 2> /dev/null)
 check "kubectl create token issues a token for the chart's ServiceAccount" test -n "$token"
