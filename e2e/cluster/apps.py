@@ -250,7 +250,9 @@ class Apps:
                   "updatedReplicas": st(new, "replicas"),
                   "readyReplicas": sum(st(rs, "readyReplicas") for rs in sets),
                   "availableReplicas": sum(st(rs, "availableReplicas") for rs in sets)}
-        status["unavailableReplicas"] = max(desired - status["availableReplicas"], 0)
+        # calculateStatus: the sets' desired sizes less what is available.
+        total = sum((rs.get("spec") or {}).get("replicas", 0) for rs in sets)
+        status["unavailableReplicas"] = max(total - status["availableReplicas"], 0)
         status = {k: v for k, v in status.items() if v or k == "observedGeneration"}
         old_status = d.get("status") or {}
         conds = {c.get("type"): c for c in old_status.get("conditions") or []}

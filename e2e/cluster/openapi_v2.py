@@ -53,6 +53,12 @@ SCALAR_DEFINITIONS = {
 }
 
 
+# The query parameters of a write that clients look for (kubectl checks
+# fieldValidation before it leaves validation to the server).
+WRITE_PARAMETERS = [{"name": n, "in": "query", "type": "string", "uniqueItems": True}
+                    for n in ("dryRun", "fieldManager", "fieldValidation")]
+
+
 def _package(group_version):
     """The Go package a kind's definitions are named in."""
     group, _, version = group_version.rpartition("/")
@@ -163,8 +169,9 @@ def document(registry):
             gvk = {"group": group, "kind": k.kind, "version": version}
             op = {"x-kubernetes-group-version-kind": gvk,
                   "responses": {"200": {"description": "OK"}}}
-            paths[base] = {"get": op, "post": op}
-            paths[base + "/{name}"] = {"get": op, "put": op, "patch": op, "delete": op}
+            write = dict(op, parameters=WRITE_PARAMETERS)
+            paths[base] = {"get": op, "post": write}
+            paths[base + "/{name}"] = {"get": op, "put": write, "patch": write, "delete": op}
     return {"swagger": "2.0", "info": {"title": "Kubernetes", "version": "v1.31.0-mwj-local"},
             "paths": paths, "definitions": b.defs}
 
@@ -217,12 +224,23 @@ def encode_schema(s):
     return out + _vendor(s, 31)
 
 
+def _parameter(p):
+    """ParametersItem {parameter 1: Parameter {non_body_parameter 2:
+    NonBodyParameter {query_parameter_sub_schema 3: {in 2, name 4,
+    type 6, unique_items 20}}}}."""
+    query = pb.field_bytes(2, p["in"]) + pb.field_bytes(4, p["name"]) + \
+        pb.field_bytes(6, p["type"]) + pb.field_varint(20, p.get("uniqueItems", False))
+    return pb.field_bytes(1, pb.field_bytes(2, pb.field_bytes(3, query)))
+
+
 def _operation(op):
-    """Operation: responses 9 (Responses: response_code 1 of ResponseValue
-    {response 1: Response {description 1}}), vendor_extension 13."""
+    """Operation: parameters 8, responses 9 (Responses: response_code 1 of
+    ResponseValue {response 1: Response {description 1}}),
+    vendor_extension 13."""
+    params = b"".join(pb.field_bytes(8, _parameter(p)) for p in op.get("parameters") or [])
     codes = b"".join(_named(1, code, pb.field_bytes(1, pb.field_bytes(1, r.get(
         "description", "")))) for code, r in sorted(op.get("responses", {}).items()))
-    return pb.field_bytes(9, codes) + _vendor(op, 13)
+    return params + pb.field_bytes(9, codes) + _vendor(op, 13)
 
 
 def encode(doc):
