@@ -48,6 +48,7 @@ import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import access
 import auth
 import decoder
 import kinds
@@ -126,6 +127,9 @@ class Api:
     # --- discovery ---
 
     def resource_list(self, gv):
+        if gv == access.GROUP_VERSION:
+            return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
+                    "resources": access.RESOURCES}
         rs = self.registry.kinds().get(gv)
         if rs is None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
@@ -149,7 +153,7 @@ class Api:
 
     def group_list(self):
         groups = {}
-        for gv in self.registry.kinds():
+        for gv in list(self.registry.kinds()) + [access.GROUP_VERSION]:
             if "/" in gv:
                 g, v = gv.split("/")
                 groups.setdefault(g, []).append(v)
@@ -238,7 +242,9 @@ class Handler(BaseHTTPRequestHandler):
         # next request on this connection starts where it should.
         self.raw_body = self.read_body()
         try:
-            self.user = self.authn.user(self.headers.get("Authorization"))
+            self.user = access.impersonate(self.api.authorizer,
+                                           self.authn.user(self.headers.get("Authorization")),
+                                           self.headers)
             url = urllib.parse.urlsplit(self.path)
             query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
             path = url.path.rstrip("/") or "/"
@@ -391,6 +397,8 @@ class Handler(BaseHTTPRequestHandler):
         ns, plural, name, sub = m["ns"], m["plural"], m["name"], m["sub"]
         if ns and plural == "status" and not name and gv == "v1":
             ns, plural, name, sub = None, "namespaces", ns, "status"
+        if gv == access.GROUP_VERSION:
+            return self.access_review(method, m)
         kind = registry.kind(gv, plural)
         watching = method == "GET" and arg(query, "watch", "false") in ("true", "1")
         auth.authorize(self.api.authorizer, self.user, rbac.Attributes(
@@ -442,6 +450,27 @@ class Handler(BaseHTTPRequestHandler):
         else:
             raise ApiError(405, "MethodNotAllowed", "%s is not allowed here" % method)
         return self.send_json(res.code, res.body, res.warnings)
+
+    def access_review(self, method, m):
+        """POST selfsubjectaccessreviews (access.py), the only resource of
+        authorization.k8s.io served here."""
+        if m["plural"] != "selfsubjectaccessreviews" or m["ns"] or m["name"] or m["sub"]:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        auth.authorize(self.api.authorizer, self.user, rbac.Attributes(
+            auth.verb(method, None, False), "authorization.k8s.io",
+            "selfsubjectaccessreviews"))
+        if method != "POST":
+            raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on "
+                           "the requested resource")
+        raw = self.raw_body
+        if self.content_type() == protobuf.MEDIA_TYPE:
+            raw = protobuf.to_json(raw)
+        obj, _ = decoder.parse_json(raw or b"{}")
+        if not isinstance(obj, dict):
+            raise bad_request("the object provided is unrecognized (must be of type "
+                              "SelfSubjectAccessReview)")
+        return self.send_json(201, access.self_subject_access_review(self.api.authorizer,
+                                                                     self.user, obj))
 
     def token_request(self, ns, name, query):
         """POST serviceaccounts/NAME/token (tokens.py)."""

@@ -80,10 +80,21 @@ MESSAGES = {
     "BoundObjectReference": {1: ("kind", "string"), 2: ("apiVersion", "string"),
                              3: ("name", "string"), 4: ("uid", "string")},
     "TokenRequestStatus": {1: ("token", "string"), 2: ("expirationTimestamp", "Time")},
+    # authorization.k8s.io/v1, which `kubectl auth can-i` sends.
+    "SelfSubjectAccessReview": {1: ("metadata", "ObjectMeta"),
+                                2: ("spec", "SelfSubjectAccessReviewSpec")},
+    "SelfSubjectAccessReviewSpec": {1: ("resourceAttributes", "ResourceAttributes"),
+                                    2: ("nonResourceAttributes", "NonResourceAttributes")},
+    "ResourceAttributes": {1: ("namespace", "string"), 2: ("verb", "string"),
+                           3: ("group", "string"), 4: ("version", "string"),
+                           5: ("resource", "string"), 6: ("subresource", "string"),
+                           7: ("name", "string")},
+    "NonResourceAttributes": {1: ("path", "string"), 2: ("verb", "string")},
 }
 # (apiVersion, kind) of a body -> its message.
 KINDS = {("v1", "Secret"): "Secret", ("v1", "ConfigMap"): "ConfigMap",
          ("authentication.k8s.io/v1", "TokenRequest"): "TokenRequest",
+         ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): "SelfSubjectAccessReview",
          ("v1", "DeleteOptions"): "DeleteOptions",
          ("meta.k8s.io/v1", "DeleteOptions"): "DeleteOptions"}
 

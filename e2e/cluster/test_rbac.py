@@ -2,11 +2,14 @@
 their own, as a table of requests a ServiceAccount makes and what the real
 RBAC authorizer answers: verbs, API groups, subresources, resourceNames,
 namespaced and cluster bindings, missing roles, aggregated ClusterRoles,
-non-resource paths; then the 403's wording, and which tokens authenticate
-(expired, wrong signature, ServiceAccount or bound pod gone)."""
+non-resource paths; then the 403's wording, impersonation and access
+reviews, escalation prevention, and which tokens authenticate (expired,
+wrong signature, ServiceAccount or bound pod gone)."""
+import email.message
 import json
 import unittest
 
+import access
 import auth
 import rbac
 import tokens
@@ -208,6 +211,52 @@ class RbacTest(RbacBase):
         with self.assertRaises(ApiError) as e:
             self.registry.update(kind, "team", "b", json.dumps(good).encode(), Request({}))
         self.assertIn("cannot change roleRef", e.exception.message)
+
+
+class AccessTest(RbacBase):
+    """Impersonation (kubectl --as) and SelfSubjectAccessReview (kubectl
+    auth can-i) answer as RBAC decides."""
+
+    def headers(self, user=None, groups=()):
+        h = email.message.Message()
+        if user:
+            h["Impersonate-User"] = user
+        for g in groups:
+            h["Impersonate-Group"] = g
+        return h
+
+    def test_the_admin_may_impersonate_a_service_account_which_then_is_authorized(self):
+        u = access.impersonate(self.authz, auth.ADMIN,
+                               self.headers("system:serviceaccount:team:bot"))
+        self.assertEqual((u.name, u.groups), (SA.name, SA.groups))
+        u = access.impersonate(self.authz, auth.ADMIN, self.headers("jane", ["devs"]))
+        self.assertEqual((u.name, u.groups), ("jane", ["devs", "system:authenticated"]))
+        self.assertIs(access.impersonate(self.authz, SA, self.headers()), SA)
+
+    def test_impersonating_without_the_verb_is_forbidden(self):
+        with self.assertRaises(ApiError) as e:
+            access.impersonate(self.authz, SA, self.headers("system:serviceaccount:other:x"))
+        self.assertEqual(e.exception.message, 'serviceaccounts "x" is forbidden: User '
+                         '"system:serviceaccount:team:bot" cannot impersonate resource '
+                         '"serviceaccounts" in API group "" in the namespace "other"')
+        with self.assertRaises(ApiError) as e:
+            access.impersonate(self.authz, SA, self.headers("jane"))
+        self.assertEqual(e.exception.code, 403)
+
+    def test_a_self_subject_access_review_says_yes_or_no(self):
+        self.role("pods", [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}])
+        self.bind("pods", "Role", "pods")
+
+        def can(verb, resource, ns="team"):
+            return access.self_subject_access_review(self.authz, SA, {"spec": {
+                "resourceAttributes": {"verb": verb, "resource": resource,
+                                       "namespace": ns}}})["status"]["allowed"]
+        self.assertTrue(can("list", "pods"))
+        self.assertFalse(can("list", "secrets"))
+        self.assertFalse(can("list", "pods", "other"))
+        out = access.self_subject_access_review(self.authz, SA, {"spec": {
+            "nonResourceAttributes": {"verb": "get", "path": "/apis"}}})
+        self.assertEqual(out["status"], {"allowed": True})
 
 
 class EscalationTest(RbacBase):

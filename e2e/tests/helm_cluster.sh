@@ -98,6 +98,10 @@ check "the token may not list pods in another namespace" denied \
 check "the token may not list nodes" denied \
 	"nodes is forbidden: $sa cannot list resource \"nodes\" in API group \"\" at the cluster scope" \
 	get nodes
+check "kubectl auth can-i, as the ServiceAccount, says yes to listing pods" \
+	k auth can-i list pods --as=system:serviceaccount:default:demo
+cannot() { ! k auth can-i "$@" --as=system:serviceaccount:default:demo > /dev/null 2>&1; }
+check "kubectl auth can-i, as the ServiceAccount, says no to reading secrets" cannot get secrets
 bad_token() {
 	local out
 	out=$("$kubectl" --token="${token%?}x" get pods 2>&1) && return 1
