@@ -120,7 +120,8 @@ class Api:
         for key, obj in rbac.BOOTSTRAP:
             self.registry._create(self.registry.kind_of_key(key), None, obj, Request({}))
         self.controllers = Controllers(self.registry, ca_pem,
-                                       log=lambda m: print(m, file=sys.stderr, flush=True))
+                                       log=lambda m: print(m, file=sys.stderr, flush=True),
+                                       tokens=self.tokens)
         self.controllers.sync()  # every namespace has its ServiceAccount from the start
         self.controllers.start()
 
