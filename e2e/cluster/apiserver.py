@@ -6,8 +6,9 @@ body, so that what passes here does not break on a real cluster.
 
 The request path is split as the real server's is:
   this file      HTTP: routing, discovery and OpenAPI (v2: openapi_v2.py),
-                 bodies in and compact
-                 JSON out, Warning headers, watches and logs as streams;
+                 bodies in (protobuf ones through protobuf.py) and
+                 compact JSON out, Warning headers, watches and logs as
+                 streams, TokenRequests and access reviews (access.py);
   auth.py        authentication (the cluster's token, ServiceAccount
                  tokens of tokens.py, anonymous) and authorization (RBAC,
                  rbac.py);
@@ -402,9 +403,11 @@ class Handler(BaseHTTPRequestHandler):
             return self.access_review(method, m)
         kind = registry.kind(gv, plural)
         watching = method == "GET" and arg(query, "watch", "false") in ("true", "1")
+        # A namespace is in itself, for RBAC (RequestInfoFactory).
+        authz_ns = name if gv == "v1" and plural == "namespaces" and name else ns
         auth.authorize(self.api.authorizer, self.user, rbac.Attributes(
-            auth.verb(method, name, watching), m["group"] or "", plural, sub or "", ns or "",
-            name or ""))
+            auth.verb(method, name, watching), m["group"] or "", plural, sub or "",
+            authz_ns or "", name or ""))
         if kind is None or (ns and not kind.namespaced):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         if kind.namespaced and ns is None and (method != "GET" or name):
