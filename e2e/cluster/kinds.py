@@ -19,6 +19,7 @@ import decoder
 import defaults
 import schema
 import validation
+import validation_apps
 from errors import GoRaw, invalid, not_supported, required
 
 # The fields every kind can be selected by.
@@ -261,6 +262,10 @@ def _of(fn):
     return lambda obj, ctx: fn(obj)
 
 
+def _update_of(fn):
+    return lambda new, old, ctx: fn(new, old)
+
+
 def _crd(obj, ctx):
     """The CRD rules the cluster relies on: names, group, versions."""
     spec = obj.get("spec") or {}
@@ -415,9 +420,11 @@ BUILTIN = [
             False, [], create_on_update=True, validate=_binding(False),
             validate_update=_binding_update(False)),
     Builtin("apps", "v1", "Deployment", "deployments", True, ["deploy"], status=True,
-            generation=True, categories=ALL, validate=_meta(SUB, True)),
+            generation=True, categories=ALL, validate=_of(validation_apps.validate_deployment),
+            validate_update=_update_of(validation_apps.validate_deployment_update)),
     Builtin("apps", "v1", "ReplicaSet", "replicasets", True, ["rs"], status=True,
-            generation=True, categories=ALL, validate=_meta(SUB, True)),
+            generation=True, categories=ALL, validate=_of(validation_apps.validate_replica_set),
+            validate_update=_update_of(validation_apps.validate_replica_set_update)),
     Builtin("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ["pdb"],
             status=True, generation=True, validate=_meta(SUB, True)),
 ]

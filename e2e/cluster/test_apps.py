@@ -5,11 +5,12 @@ many pods; its status reaches what `kubectl rollout status` and helm's
 ready check wait for once the pods are ready; a new template rolls over to
 a new set and scales the old one to 0 only once the new one is available;
 a deleted pod is replaced and extra ones removed; scaling to 0 empties
-it."""
+it; and what a real server refuses of a Deployment is refused."""
 import json
 import unittest
 
 from controllers import Controllers
+from errors import ApiError
 from registry import Registry, Request
 from store import Store, clone
 
@@ -158,6 +159,36 @@ class AppsTest(unittest.TestCase):
         self.sync(4)
         images = [p["spec"]["containers"][0]["image"] for p in self.pods()]
         self.assertEqual(images, ["app:2"])
+
+
+    def test_a_deployment_is_validated_as_the_real_server_validates_it(self):
+        kind = self.registry.kind("apps/v1", "deployments")
+        d = deployment("bad", -1)
+        d["spec"]["selector"] = {"matchLabels": {"app": "other"}}
+        d["spec"]["template"]["spec"]["restartPolicy"] = "Never"
+        with self.assertRaises(ApiError) as e:
+            self.registry.create(kind, "default", json.dumps(d).encode(), Request({}))
+        fields = [c["field"] for c in e.exception.details["causes"]]
+        self.assertEqual(fields, ["spec.replicas", "spec.template.metadata.labels",
+                                  "spec.template.spec.restartPolicy"])
+        self.assertIn('spec.template.metadata.labels: Invalid value: map[string]string{'
+                      '"app":"bad"}: `selector` does not match template `labels`',
+                      e.exception.message)
+        d = deployment("empty")
+        d["spec"]["selector"] = {}
+        with self.assertRaises(ApiError) as e:
+            self.registry.create(kind, "default", json.dumps(d).encode(), Request({}))
+        self.assertIn("empty selector is invalid for deployment", e.exception.message)
+
+    def test_a_deployments_selector_is_immutable(self):
+        self.apply(deployment("web"))
+        d = deployment("web")
+        d["spec"]["selector"]["matchLabels"]["tier"] = "x"
+        d["spec"]["template"]["metadata"]["labels"]["tier"] = "x"
+        with self.assertRaises(ApiError) as e:
+            self.apply(d)
+        self.assertEqual(e.exception.details["causes"][0]["field"], "spec.selector")
+        self.assertIn("field is immutable", e.exception.message)
 
 
 if __name__ == "__main__":
