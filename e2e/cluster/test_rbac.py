@@ -7,6 +7,7 @@ reviews, escalation prevention, and which tokens authenticate (expired,
 wrong signature, ServiceAccount or bound pod gone)."""
 import email.message
 import json
+import time
 import unittest
 
 import access
@@ -15,7 +16,7 @@ import rbac
 import tokens
 from errors import ApiError
 from registry import Registry, Request
-from store import Store
+from store import Store, now
 
 A = rbac.Attributes
 SA = tokens.service_account_user("team", "bot")
@@ -353,6 +354,14 @@ class TokenTest(unittest.TestCase):
             Request({}))
         token, _ = self.issuer.issue(self.sa, bound=dict(pod, kind="Pod"))
         self.assertIsNotNone(self.issuer.authenticate(token))
+        # Marked for deletion, it keeps its token through its grace period
+        # and a minute more.
+        marked = dict(pod, metadata=dict(pod["metadata"], deletionTimestamp=now(30)))
+        self.store.replace("/v1/pods", "team", "p", marked)
+        self.assertIsNotNone(self.issuer.authenticate(token))
+        self.assertIsNotNone(self.issuer.authenticate(token, now=time.time() + 80))
+        with self.assertRaises(ApiError):
+            self.issuer.authenticate(token, now=time.time() + 95)
         self.store.remove("/v1/pods", "team", "p")
         with self.assertRaises(ApiError):
             self.issuer.authenticate(token)

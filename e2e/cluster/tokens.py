@@ -9,8 +9,8 @@ the private "kubernetes.io" claim (namespace, serviceaccount name and uid,
 and the bound pod or secret with its uid). It is valid, as the real
 validator decides, while it has not expired, its audience is the API
 server's, its ServiceAccount still exists with the same uid, and the object
-it is bound to (if any) still exists with the same uid and is not being
-deleted. A real cluster signs with RS256 and a key pair; this one signs
+it is bound to (if any) still exists with the same uid, and was not
+marked for deletion to be gone more than a minute ago. A real cluster signs with RS256 and a key pair; this one signs
 with HS256 and a key derived from the cluster's admin token, which the
 standard library can do and no client looks into.
 
@@ -40,6 +40,7 @@ MIN_EXPIRATION = 600
 MAX_EXPIRATION = 1 << 32
 BOUND_KINDS = {"Pod": "/v1/pods", "Secret": "/v1/secrets"}
 SA_PREFIX = "system:serviceaccount:"
+DELETED_GRACE = 60
 
 
 def _b64(data):
@@ -127,8 +128,13 @@ class Issuer:
             if ref is None:
                 continue
             obj = self.store.find(key, ns, ref.get("name"))
-            if obj is None or obj["metadata"]["uid"] != ref.get("uid") or \
-                    obj["metadata"].get("deletionTimestamp"):
+            if obj is None or obj["metadata"]["uid"] != ref.get("uid"):
+                raise unauthorized()
+            # A pod being deleted keeps its token for its grace period and
+            # a minute more (claims.go: invalidIfDeletedBefore), so that
+            # it can still clean up, e.g. release a Lease, on SIGTERM.
+            gone = obj["metadata"].get("deletionTimestamp")
+            if gone and expiry(gone) < t - DELETED_GRACE:
                 raise unauthorized()
         return service_account_user(ns, name)
 
@@ -202,5 +208,5 @@ def _stamp(t):
 
 
 def expiry(stamp):
-    """Seconds since the epoch of an RFC 3339 time stamp (for tests)."""
+    """Seconds since the epoch of an RFC 3339 time stamp."""
     return calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ"))
