@@ -146,6 +146,7 @@ class Apps:
         self.registry = registry
         self.store = registry.store
         self.log = log
+        self.errors = {}  # what failed last, per object: logged once, not every pass
 
     def sync(self):
         """One pass: deployments first (they write replica sets), then
@@ -158,6 +159,13 @@ class Apps:
         for rs in self.store.items(REPLICASETS):
             if not rs["metadata"].get("deletionTimestamp"):
                 self.replica_set(rs)
+
+    def failed(self, obj, message):
+        """Logs message unless it is what obj's last failure said."""
+        uid = obj["metadata"]["uid"]
+        if self.errors.get(uid) != message:
+            self.errors[uid] = message
+            self.log(message)
 
     # --- deployments ---
 
@@ -214,8 +222,8 @@ class Apps:
         try:
             return self.registry._create(kind, d["metadata"]["namespace"], rs, Request({}))
         except Exception as e:  # the namespace is going, or a name clash
-            self.log("deployment controller: create replicaset %s/%s: %s"
-                     % (d["metadata"]["namespace"], rs["metadata"]["name"], e))
+            self.failed(d, "deployment controller: create replicaset %s/%s: %s"
+                        % (d["metadata"]["namespace"], rs["metadata"]["name"], e))
             return None
 
     def annotate(self, rs, revision):
@@ -336,8 +344,8 @@ class Apps:
         try:
             self.registry._create(pod_kind, rs["metadata"]["namespace"], pod, Request({}))
         except Exception as e:  # e.g. its ServiceAccount does not exist (yet)
-            self.log("replicaset controller: create pod for %s/%s: %s"
-                     % (rs["metadata"]["namespace"], rs["metadata"]["name"], e))
+            self.failed(rs, "replicaset controller: create pod for %s/%s: %s"
+                        % (rs["metadata"]["namespace"], rs["metadata"]["name"], e))
 
 
 def _revision(rs):
