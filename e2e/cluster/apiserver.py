@@ -56,6 +56,7 @@ import kinds
 import openapi_v2
 import protobuf
 import rbac
+import scale
 import selector
 import tables
 from controllers import Controllers
@@ -146,6 +147,9 @@ class Api:
             if plural == "pods" and gv == "v1":
                 res.append({"name": "pods/log", "singularName": "", "namespaced": True,
                             "kind": "Pod", "verbs": ["get"]})
+            if k.key in scale.KINDS:
+                res.append(dict(scale.DISCOVERY, name=plural + "/scale",
+                                namespaced=k.namespaced))
             if k.status:
                 res.append({"name": plural + "/status", "singularName": "",
                             "namespaced": k.namespaced, "kind": k.kind,
@@ -200,7 +204,7 @@ class Api:
 
 PATH = re.compile(r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
                   r"(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[^/]+)"
-                  r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>status|log|token))?$")
+                  r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>status|log|token|scale))?$")
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -428,6 +432,13 @@ class Handler(BaseHTTPRequestHandler):
                                "on the requested resource")
             return self.token_request(ns, name, query)
         req = Request(query, self.user)
+        if sub == "scale":
+            if not name or kind.key not in scale.KINDS:
+                raise ApiError(404, "NotFound", "the server could not find the requested "
+                               "resource")
+            code, body, warnings = scale.serve(registry, kind, ns, name, method, self.raw_body,
+                                               self.content_type(), req)
+            return self.send_json(code, body, warnings)
         if method in ("POST", "PUT", "DELETE") and self.raw_body and \
                 self.content_type() == protobuf.MEDIA_TYPE:
             self.raw_body = self.protobuf_body(kind)

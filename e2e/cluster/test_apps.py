@@ -5,10 +5,12 @@ many pods; its status reaches what `kubectl rollout status` and helm's
 ready check wait for once the pods are ready; a new template rolls over to
 a new set and scales the old one to 0 only once the new one is available;
 a deleted pod is replaced and extra ones removed; scaling to 0 empties
-it; and what a real server refuses of a Deployment is refused."""
+it; the scale subresource sets the replicas; and what a real server
+refuses of a Deployment is refused."""
 import json
 import unittest
 
+import scale
 from controllers import Controllers
 from errors import ApiError
 from registry import Registry, Request
@@ -189,6 +191,34 @@ class AppsTest(unittest.TestCase):
             self.apply(d)
         self.assertEqual(e.exception.details["causes"][0]["field"], "spec.selector")
         self.assertIn("field is immutable", e.exception.message)
+
+
+    def test_the_scale_subresource_reads_and_sets_the_replicas(self):
+        self.apply(deployment("web", 2))
+        self.sync()
+        kind = self.registry.kind("apps/v1", "deployments")
+        code, sc, _ = scale.serve(self.registry, kind, "default", "web", "GET", b"", "",
+                                  Request({}))
+        self.assertEqual((code, sc["kind"], sc["apiVersion"]), (200, "Scale", "autoscaling/v1"))
+        self.assertEqual(sc["spec"], {"replicas": 2})
+        self.assertEqual(sc["status"], {"replicas": 2, "selector": "app=web"})
+        code, sc, _ = scale.serve(self.registry, kind, "default", "web", "PATCH",
+                                  b'{"spec":{"replicas":3}}', "application/merge-patch+json",
+                                  Request({}))
+        self.assertEqual(sc["spec"]["replicas"], 3)
+        self.sync()
+        self.assertEqual(len(self.pods()), 3)
+        stale = {"kind": "Scale", "apiVersion": "autoscaling/v1",
+                 "metadata": {"name": "web", "resourceVersion": "1"}, "spec": {"replicas": 1}}
+        with self.assertRaises(ApiError) as e:
+            scale.serve(self.registry, kind, "default", "web", "PUT",
+                        json.dumps(stale).encode(), "application/json", Request({}))
+        self.assertEqual(e.exception.code, 409)
+        self.assertEqual(scale.selector_string({"matchLabels": {"b": "2", "a": "1"},
+                                                "matchExpressions": [{
+                                                    "key": "t", "operator": "In",
+                                                    "values": ["y", "x"]}]}),
+                         "a=1,b=2,t in (x,y)")
 
 
 if __name__ == "__main__":

@@ -60,6 +60,15 @@ rolled() {
 			"[ \"\$('$kubectl' get pods -l app.kubernetes.io/instance=demo -o jsonpath='{.items[*].spec.containers[0].command[1]}')\" = '3601 3601' ]"
 }
 check "a changed pod template rolls out through a new ReplicaSet" rolled
+scaled() {
+	k scale deployment/demo --replicas=3 > /dev/null &&
+		k rollout status deployment/demo --timeout=30s > /dev/null &&
+		[ "$(k get pods -l app.kubernetes.io/instance=demo --no-headers | wc -l)" = 3 ] &&
+		k scale deployment/demo --replicas=2 > /dev/null &&
+		until_true 20 "2 pods" bash -c \
+			"[ \"\$('$kubectl' get pods -l app.kubernetes.io/instance=demo --no-headers | wc -l)\" = 2 ]"
+}
+check "kubectl scale goes through the scale subresource" scaled
 check "helm with the ConfigMap driver installs too" \
 	env HELM_DRIVER=configmap "$helm" install cm-demo "$chart" --wait --timeout 60s
 check "its release is kept in a ConfigMap" k get configmap sh.helm.release.v1.cm-demo.v1
