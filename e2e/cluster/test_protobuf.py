@@ -59,6 +59,9 @@ class ProtobufTest(unittest.TestCase):
         self.assertEqual(obj["gracePeriodSeconds"], 0)
         self.assertEqual(obj["propagationPolicy"], "Foreground")
         self.assertEqual(obj["preconditions"], {"uid": "u-1"})
+        # A typed client of any group sends it with its own group version.
+        self.assertEqual(pb.decode(unknown("apps/v1", "DeleteOptions", opts))["kind"],
+                         "DeleteOptions")
         ref = pb.field_bytes(1, "Deployment") + pb.field_bytes(3, "web") + \
             pb.field_bytes(4, "u-2") + pb.field_bytes(5, "apps/v1") + pb.field_varint(6, 1)
         meta = pb.field_bytes(1, "x") + pb.field_bytes(13, ref) + pb.field_varint(10, 30)
