@@ -149,6 +149,17 @@ class AuthTest(unittest.TestCase):
         self.assertEqual((cats["pods"], cats["services"], cats["secrets"]),
                          (["all"], ["all"], None))
 
+    def test_openapi_v2_comes_in_protobuf_when_asked_and_json_otherwise(self):
+        want = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+        r = self.k.request("GET", "/openapi/v2", token=self.token,
+                           headers={"Accept": want})
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.header_values("Content-Type"), [want])
+        self.assertEqual(next(pb.fields(r.raw)), (1, 2, b"2.0"))
+        r = self.k.request("GET", "/openapi/v2", headers={"Accept": "application/json"})
+        self.assertEqual(r.body["swagger"], "2.0")
+        self.assertIn("io.k8s.api.apps.v1.Deployment", r.body["definitions"])
+
     def test_a_deployments_pods_run_with_their_own_service_account_token(self):
         code, body = self.k.call("POST", "/apis/apps/v1/namespaces/default/deployments", {
             "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "tok"},
