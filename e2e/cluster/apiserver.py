@@ -342,10 +342,13 @@ class Handler(BaseHTTPRequestHandler):
             doc = openapi_v2.document(api.registry)
             api.openapi_v2 = (stamp, compact(doc), openapi_v2.encode(doc))
         accept = self.headers.get("Accept") or ""
-        proto = next((t for t in openapi_v2.MEDIA_TYPES if t in accept), None)
+        proto = any(t in accept for t in openapi_v2.MEDIA_TYPES)
         data = api.openapi_v2[2] if proto else api.openapi_v2[1]
         self.send_response(200)
-        self.send_header("Content-Type", proto or "application/json")
+        # kube-openapi answers either protobuf type with the one that is a
+        # legal media type ("@" is not): client-go parses it.
+        self.send_header("Content-Type", openapi_v2.REPLY_TYPE if proto else "application/json")
+        self.send_header("Vary", "Accept")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)

@@ -23,6 +23,7 @@ import protobuf as pb
 
 MEDIA_TYPES = ("application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
                "application/com.github.proto-openapi.spec.v2.v1.0+protobuf")
+REPLY_TYPE = MEDIA_TYPES[1]
 META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 # The types of k8s.io/apimachinery that the kinds share.
 META_TYPES = {"V1ObjectMeta", "V1OwnerReference", "V1ManagedFieldsEntry", "V1LabelSelector",
