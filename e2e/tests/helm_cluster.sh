@@ -82,6 +82,13 @@ check "kubectl explain reads the OpenAPI v2 document" explain_v2
 token=$(k create token demo --duration=10m 2> /dev/null)
 check "kubectl create token issues a token for the chart's ServiceAccount" test -n "$token"
 ks() { "$kubectl" --token="$token" "$@"; }
+lifetime() { # the TokenRequest (protobuf, from kubectl) asked for 10 minutes
+	[ "$(printf '%s' "$token" | /usr/bin/python3 -c 'import base64, json, sys
+p = sys.stdin.read().split(".")[1]
+c = json.loads(base64.urlsafe_b64decode(p + "=" * (-len(p) % 4)))
+print(c["exp"] - c["iat"], c["sub"])')" = "600 system:serviceaccount:default:demo" ]
+}
+check "the token is the ServiceAccount's, for the 10 minutes asked" lifetime
 check "the token may list pods, as the chart's Role grants" ks get pods
 check "the token may read one pod" bash -c \
 	"'$kubectl' --token='$token' get \$('$kubectl' get pods -l app.kubernetes.io/instance=demo -o name | head -1)"
@@ -121,7 +128,7 @@ check "a tampered token is 401 Unauthorized" bad_token
 
 uninstalled() {
 	h uninstall demo --wait --timeout 60s > /dev/null &&
-		h uninstall cm-demo --wait --timeout 60s > /dev/null &&
+		HELM_DRIVER=configmap "$helm" uninstall cm-demo --wait --timeout 60s > /dev/null &&
 		until_true 20 "the release's objects to go" bash -c \
 			"[ -z \"\$('$kubectl' get all,sa,role,rolebinding,cm,secret -l app.kubernetes.io/instance -o name 2> /dev/null)\" ]" &&
 		[ -z "$(k get secret,cm -l owner=helm -o name)" ]
