@@ -205,7 +205,7 @@ MWJ_TEST_DATA ?= /usr/share/datasets/fashion-mnist
 # The local test cluster's own tests (Python, no build step), and real
 # kubectl against it.
 E2E_UNIT := e2e/cluster/run_tests.py e2e/tests/kubectl_api.sh e2e/tests/kubectl_node.sh \
-	e2e/tests/operator.sh e2e/tests/operator_ha.sh
+	e2e/tests/operator.sh e2e/tests/operator_ha.sh e2e/tests/helm_cluster.sh
 test: $(WORKER_BIN) $(OPERATOR_BIN) $(TESTS) $(FUZZ_REPLAYS)
 	MWJ_WORKER_BIN=$(abspath $(WORKER_BIN)) MWJ_OPERATOR_BIN=$(abspath $(BIN)/mwj-operator) \
 		MWJ_TEST_DATA=$(MWJ_TEST_DATA) \

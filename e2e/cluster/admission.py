@@ -11,17 +11,33 @@ effect an operator sees:
   namespace (403 otherwise: every namespace has "default", made by
   controllers.py), and gets the kube-api-access-* projected volume with
   its token, CA and namespace, mounted in every container;
-- Priority and DefaultTolerationSeconds are part of defaults.default_pod.
+- Priority and DefaultTolerationSeconds are part of defaults.default_pod;
+- RBAC escalation prevention (rbac.Escalation), which the real server does
+  in the RBAC kinds' storage, after mutating admission and before
+  validation.
 
 Standard library only.
 """
 import defaults
 from errors import ApiError, not_found_error
+from rbac import Escalation
 
 NAMESPACES = "/v1/namespaces"
 SERVICEACCOUNTS = "/v1/serviceaccounts"
 # Namespaces the lifecycle plugin never lets go.
 IMMORTAL = ("default", "kube-system", "kube-public")
+
+
+def _only_gc_fields(new, old):
+    """rbacregistry.IsOnlyMutatingGCFields: an update that changes only
+    ownerReferences and finalizers (the garbage collector's) is not
+    checked for escalation."""
+    def strip(o):
+        o = dict(o, metadata=dict(o.get("metadata") or {}))
+        for k in ("ownerReferences", "finalizers", "resourceVersion", "managedFields"):
+            o["metadata"].pop(k, None)
+        return o
+    return strip(new) == strip(old)
 
 
 class Context:
@@ -57,6 +73,7 @@ class Admission:
     def __init__(self, registry):
         self.registry = registry
         self.store = registry.store
+        self.escalation = Escalation(self.store)
 
     def _namespace_lifecycle(self, kind, obj, ctx):
         if not kind.namespaced:
@@ -95,12 +112,15 @@ class Admission:
         kind.default(obj, ctx)
         if kind.key == "/v1/pods":
             self._service_account(kind, obj, ctx)
+        self.escalation.check(kind.key, obj, ctx.namespace, ctx.user)
 
     def update(self, kind, new, old, ctx):
         """The admission of an update, in place: the defaults again, as
         decoding the new body applies them (with the stored object, which
         keeps what was allocated, such as a Service's cluster IP)."""
         kind.default(new, ctx, old)
+        if not _only_gc_fields(new, old):
+            self.escalation.check(kind.key, new, ctx.namespace, ctx.user)
 
     def delete(self, kind, obj, ctx):
         if kind.key == NAMESPACES and obj["metadata"]["name"] in IMMORTAL:

@@ -5,10 +5,13 @@ must refuse what a real kube-apiserver refuses, with the same status and
 body, so that what passes here does not break on a real cluster.
 
 The request path is split as the real server's is:
-  this file      HTTP: routing, discovery and OpenAPI, bodies in and compact
-                 JSON out, Warning headers, watches and logs as streams;
-  auth.py        authentication (the cluster's token; anonymous) and
-                 authorization (anonymous gets the public paths only);
+  this file      HTTP: routing, discovery and OpenAPI (v2: openapi_v2.py),
+                 bodies in (protobuf ones through protobuf.py) and
+                 compact JSON out, Warning headers, watches and logs as
+                 streams, TokenRequests and access reviews (access.py);
+  auth.py        authentication (the cluster's token, ServiceAccount
+                 tokens of tokens.py, anonymous) and authorization (RBAC,
+                 rbac.py);
   registry.py    the verbs' semantics (generic registry): dryRun,
                  preconditions, finalizers, propagation, patches;
   admission.py   namespace lifecycle, defaults, service accounts;
@@ -46,7 +49,14 @@ import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import access
 import auth
+import decoder
+import kinds
+import openapi_v2
+import protobuf
+import rbac
+import scale
 import selector
 import tables
 from controllers import Controllers
@@ -54,6 +64,7 @@ from errors import ApiError, bad_request
 from node import Node
 from registry import Registry, Request
 from store import Store
+from tokens import Issuer
 from watch import Watch
 
 VERSION = {"major": "1", "minor": "31", "gitVersion": "v1.31.0-mwj-local",
@@ -98,21 +109,30 @@ def page(items, query, selected):
 class Api:
     """What the handlers share: the store, the registry over it, discovery."""
 
-    def __init__(self, ca_pem="", history=1000):
+    def __init__(self, ca_pem="", history=1000, token=""):
         self.store = Store(history)
         self.registry = Registry(self.store)
+        self.tokens = Issuer(self.store, token)
+        self.authorizer = rbac.Authorizer(self.store)
+        self.openapi_v2 = (None, b"", b"")  # (CRD version, JSON, protobuf)
         ns_kind = self.registry.kind("v1", "namespaces")
         for ns in SYSTEM_NAMESPACES:
             self.registry._create(ns_kind, None, {"apiVersion": "v1", "kind": "Namespace",
                                                   "metadata": {"name": ns}}, Request({}))
+        for key, obj in rbac.BOOTSTRAP:
+            self.registry._create(self.registry.kind_of_key(key), None, obj, Request({}))
         self.controllers = Controllers(self.registry, ca_pem,
-                                       log=lambda m: print(m, file=sys.stderr, flush=True))
+                                       log=lambda m: print(m, file=sys.stderr, flush=True),
+                                       tokens=self.tokens)
         self.controllers.sync()  # every namespace has its ServiceAccount from the start
         self.controllers.start()
 
     # --- discovery ---
 
     def resource_list(self, gv):
+        if gv == access.GROUP_VERSION:
+            return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
+                    "resources": access.RESOURCES}
         rs = self.registry.kinds().get(gv)
         if rs is None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
@@ -122,9 +142,14 @@ class Api:
                         "namespaced": k.namespaced, "kind": k.kind, "shortNames": k.short,
                         "verbs": ["create", "delete", "deletecollection", "get", "list",
                                   "patch", "update", "watch"]})
+            if k.categories:
+                res[-1]["categories"] = k.categories
             if plural == "pods" and gv == "v1":
                 res.append({"name": "pods/log", "singularName": "", "namespaced": True,
                             "kind": "Pod", "verbs": ["get"]})
+            if k.key in scale.KINDS:
+                res.append(dict(scale.DISCOVERY, name=plural + "/scale",
+                                namespaced=k.namespaced))
             if k.status:
                 res.append({"name": plural + "/status", "singularName": "",
                             "namespaced": k.namespaced, "kind": k.kind,
@@ -134,7 +159,7 @@ class Api:
 
     def group_list(self):
         groups = {}
-        for gv in self.registry.kinds():
+        for gv in list(self.registry.kinds()) + [access.GROUP_VERSION]:
             if "/" in gv:
                 g, v = gv.split("/")
                 groups.setdefault(g, []).append(v)
@@ -179,7 +204,7 @@ class Api:
 
 PATH = re.compile(r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
                   r"(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[^/]+)"
-                  r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>status|log))?$")
+                  r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>status|log|token|scale))?$")
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -223,7 +248,9 @@ class Handler(BaseHTTPRequestHandler):
         # next request on this connection starts where it should.
         self.raw_body = self.read_body()
         try:
-            self.user = self.authn.user(self.headers.get("Authorization"))
+            self.user = access.impersonate(self.api.authorizer,
+                                           self.authn.user(self.headers.get("Authorization")),
+                                           self.headers)
             url = urllib.parse.urlsplit(self.path)
             query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
             path = url.path.rstrip("/") or "/"
@@ -274,7 +301,7 @@ class Handler(BaseHTTPRequestHandler):
         api = self.api
         m = PATH.match(path)
         if m is None:
-            auth.authorize(self.user, path)
+            auth.authorize(api.authorizer, self.user, rbac.Attributes(method.lower(), path=path))
         if path == "/version":
             return self.send_json(200, VERSION)
         if path in ("/healthz", "/readyz", "/livez"):
@@ -288,6 +315,8 @@ class Handler(BaseHTTPRequestHandler):
                                             "serverAddress": "127.0.0.1"}]})
         if path == "/apis":
             return self.send_json(200, api.group_list())
+        if path == "/openapi/v2":
+            return self.send_openapi_v2()
         if path == "/openapi/v3":
             return self.send_json(200, api.openapi_root())
         if path.startswith("/openapi/v3/"):
@@ -303,6 +332,27 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         return self.resource(method, m, query)
 
+    def send_openapi_v2(self):
+        """The Swagger 2.0 document, in protobuf when the client asks for
+        it (client-go's discovery always does), else in JSON; made again
+        only when a CRD has changed."""
+        api = self.api
+        stamp = api.store.version_of(kinds.CRD_KEY)
+        if api.openapi_v2[0] != stamp:
+            doc = openapi_v2.document(api.registry)
+            api.openapi_v2 = (stamp, compact(doc), openapi_v2.encode(doc))
+        accept = self.headers.get("Accept") or ""
+        proto = any(t in accept for t in openapi_v2.MEDIA_TYPES)
+        data = api.openapi_v2[2] if proto else api.openapi_v2[1]
+        self.send_response(200)
+        # kube-openapi answers either protobuf type with the one that is a
+        # legal media type ("@" is not): client-go parses it.
+        self.send_header("Content-Type", openapi_v2.REPLY_TYPE if proto else "application/json")
+        self.send_header("Vary", "Accept")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def send_text(self, code, data):
         self.send_response(code)
         self.send_header("Content-Type", "text/plain")
@@ -311,9 +361,8 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def fault(self, method, path, query):
-        """The test hooks (see the module docstring)."""
-        if self.user == auth.ANONYMOUS:
-            auth.authorize(self.user, path)
+        """The test hooks (see the module docstring); RBAC lets only the
+        cluster's admin (system:masters) reach them."""
         store = self.api.store
         if path == "/mwj-test/compact" and method == "POST":
             store.compact()
@@ -357,11 +406,15 @@ class Handler(BaseHTTPRequestHandler):
         ns, plural, name, sub = m["ns"], m["plural"], m["name"], m["sub"]
         if ns and plural == "status" and not name and gv == "v1":
             ns, plural, name, sub = None, "namespaces", ns, "status"
+        if gv == access.GROUP_VERSION:
+            return self.access_review(method, m)
         kind = registry.kind(gv, plural)
         watching = method == "GET" and arg(query, "watch", "false") in ("true", "1")
-        auth.authorize(self.user, m.group(0), (
-            auth.verb(method, name, watching), m["group"] or "",
-            plural + ("/" + sub if sub else ""), ns or "", name or ""))
+        # A namespace is in itself, for RBAC (RequestInfoFactory).
+        authz_ns = name if gv == "v1" and plural == "namespaces" and name else ns
+        auth.authorize(self.api.authorizer, self.user, rbac.Attributes(
+            auth.verb(method, name, watching), m["group"] or "", plural, sub or "",
+            authz_ns or "", name or ""))
         if kind is None or (ns and not kind.namespaced):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         if kind.namespaced and ns is None and (method != "GET" or name):
@@ -373,7 +426,25 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_log(ns, name, query)
         if sub == "status" and (not kind.status or method not in ("GET", "PUT", "PATCH")):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        if sub == "token":
+            if kind.key != "/v1/serviceaccounts" or not name:
+                raise ApiError(404, "NotFound", "the server could not find the requested "
+                               "resource")
+            if method != "POST":
+                raise ApiError(405, "MethodNotAllowed", "the server does not allow this method "
+                               "on the requested resource")
+            return self.token_request(ns, name, query)
         req = Request(query, self.user)
+        if sub == "scale":
+            if not name or kind.key not in scale.KINDS:
+                raise ApiError(404, "NotFound", "the server could not find the requested "
+                               "resource")
+            code, body, warnings = scale.serve(registry, kind, ns, name, method, self.raw_body,
+                                               self.content_type(), req)
+            return self.send_json(code, body, warnings)
+        if method in ("POST", "PUT", "DELETE") and self.raw_body and \
+                self.content_type() == protobuf.MEDIA_TYPE:
+            self.raw_body = self.protobuf_body(kind)
         if watching:
             return self.watch(kind, ns, query, as_table)
         if method == "GET" and name is None:
@@ -388,8 +459,7 @@ class Handler(BaseHTTPRequestHandler):
         elif method == "PUT" and name:
             res = registry.update(kind, ns, name, self.raw_body, req, sub)
         elif method == "PATCH" and name:
-            ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
-            res = registry.patch(kind, ns, name, self.raw_body, ctype, req, sub)
+            res = registry.patch(kind, ns, name, self.raw_body, self.content_type(), req, sub)
         elif method == "DELETE" and name:
             res = registry.delete(kind, ns, name, self.raw_body, req)
         elif method == "DELETE":
@@ -398,6 +468,55 @@ class Handler(BaseHTTPRequestHandler):
         else:
             raise ApiError(405, "MethodNotAllowed", "%s is not allowed here" % method)
         return self.send_json(res.code, res.body, res.warnings)
+
+    def access_review(self, method, m):
+        """POST selfsubjectaccessreviews (access.py), the only resource of
+        authorization.k8s.io served here."""
+        if m["plural"] != "selfsubjectaccessreviews" or m["ns"] or m["name"] or m["sub"]:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        auth.authorize(self.api.authorizer, self.user, rbac.Attributes(
+            auth.verb(method, None, False), "authorization.k8s.io",
+            "selfsubjectaccessreviews"))
+        if method != "POST":
+            raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on "
+                           "the requested resource")
+        raw = self.raw_body
+        if self.content_type() == protobuf.MEDIA_TYPE:
+            raw = protobuf.to_json(raw)
+        obj, _ = decoder.parse_json(raw or b"{}")
+        if not isinstance(obj, dict):
+            raise bad_request("the object provided is unrecognized (must be of type "
+                              "SelfSubjectAccessReview)")
+        return self.send_json(201, access.self_subject_access_review(self.api.authorizer,
+                                                                     self.user, obj))
+
+    def token_request(self, ns, name, query):
+        """POST serviceaccounts/NAME/token (tokens.py)."""
+        raw = self.raw_body
+        if self.content_type() == protobuf.MEDIA_TYPE:
+            raw = protobuf.to_json(raw)
+        Request(query, self.user)  # checks dryRun and fieldValidation
+        obj, dups = decoder.parse_json(raw or b"{}")
+        if not isinstance(obj, dict):
+            raise bad_request("the object provided is unrecognized (must be of type "
+                              "TokenRequest): couldn't get version/kind; json parse error")
+        obj, warnings = decoder.decode("authentication.k8s.io/v1/TokenRequest", obj,
+                                       arg(query, "fieldValidation", "") or "Warn", dups)
+        with self.api.store.lock:
+            out = self.api.tokens.token_request(ns, name, obj)
+        return self.send_json(201, out, warnings)
+
+    def content_type(self):
+        return (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+
+    def protobuf_body(self, kind):
+        """A protobuf body as JSON (protobuf.py); 415 for a custom
+        resource, as a real server answers: CRDs have no protobuf form."""
+        if isinstance(kind, kinds.Custom):
+            raise ApiError(415, "UnsupportedMediaType", "the body of the request was in an "
+                           "unknown format - accepted media types include: application/json, "
+                           "application/yaml")
+        return protobuf.to_json(self.raw_body)
 
     @staticmethod
     def matcher(kind, query):
@@ -544,8 +663,8 @@ def main():
     if a.ca:
         with open(a.ca) as f:
             ca_pem = f.read()
-    Handler.api = Api(ca_pem, a.watch_history)
-    Handler.authn = auth.Authenticator(a.token)
+    Handler.api = Api(ca_pem, a.watch_history, a.token)
+    Handler.authn = auth.Authenticator(a.token, Handler.api.tokens)
     server = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
     server.daemon_threads = True
     server.verbose = a.verbose

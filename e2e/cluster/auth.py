@@ -1,39 +1,62 @@
-"""Authentication and authorization of a request, as far as the local test
-cluster has them: the cluster's bearer token is an administrator; a request
-without a token is system:anonymous, which may read only the public paths
-(/version, /healthz, /livez, /readyz), as RBAC's system:public-info-viewer
-allows, and is refused everything else with 403 and RBAC's wording; a token
-that is not the cluster's is 401.
+"""Authentication and authorization of a request, as the real API server's
+filters do them before a handler runs:
+
+- authentication: the cluster's bearer token (written by up.sh into the
+  kubeconfig) is system:admin in the group system:masters, as a kubeadm
+  cluster's admin certificate is; a ServiceAccount token (tokens.py) is
+  its ServiceAccount; no Authorization header is system:anonymous in
+  system:unauthenticated; any other bearer token is 401 Unauthorized;
+- authorization: RBAC (rbac.py) over the cluster's roles and bindings,
+  which start with the real bootstrap policy, so that system:masters may
+  do everything, every authenticated user may use discovery, and the
+  anonymous user may read only /version, /healthz, /livez and /readyz;
+  a request RBAC does not allow is answered 403 with the real server's
+  Status (responsewriters.Forbidden): `<resource> "<name>" is forbidden:
+  User "<user>" cannot <verb> resource "<resource>" in API group "<group>"
+  in the namespace "<ns>"`, or `forbidden: User "<user>" cannot get path
+  "<path>"` for a path.
 
 Standard library only.
 """
 import hmac
 
+import rbac
 from errors import ApiError
+from tokens import User
 
-ANONYMOUS = "system:anonymous"
-ADMIN = "system:admin"
-PUBLIC = ("/version", "/healthz", "/livez", "/readyz")
+ANONYMOUS = User("system:anonymous", ["system:unauthenticated"])
+ADMIN = User("system:admin", [rbac.MASTERS, "system:authenticated"])
 VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
 class Authenticator:
-    def __init__(self, token):
+    """token: the cluster's admin token; issuer: the ServiceAccount token
+    issuer (tokens.Issuer), or None."""
+
+    def __init__(self, token, issuer=None):
         self.token = token
+        self.issuer = issuer
 
     def user(self, header):
-        """The user of an Authorization header: ANONYMOUS without one, 401
-        for a bearer token that is not the cluster's."""
+        """The User of an Authorization header: ANONYMOUS without one, 401
+        for a bearer token that is neither the cluster's nor a valid
+        ServiceAccount token."""
         if not header:
             return ANONYMOUS
         scheme, _, value = header.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip(), self.token):
+        value = value.strip()
+        if scheme.lower() != "bearer":
             raise ApiError(401, "Unauthorized", "Unauthorized")
-        return ADMIN
+        if hmac.compare_digest(value, self.token):
+            return ADMIN
+        user = self.issuer.authenticate(value) if self.issuer else None
+        if user is None:
+            raise ApiError(401, "Unauthorized", "Unauthorized")
+        return user
 
 
 def verb(method, name, watch):
-    """The authorization verb of a request."""
+    """The authorization verb of a resource request."""
     if method == "GET":
         return "watch" if watch else ("get" if name else "list")
     if method == "DELETE" and not name:
@@ -41,25 +64,23 @@ def verb(method, name, watch):
     return VERBS.get(method, method.lower())
 
 
-def authorize(user, path, resource=None):
-    """Raises 403 unless user may make the request. resource, for a
-    resource request, is (verb, group, plural with subresource, namespace,
-    name); None for a path."""
-    if user != ANONYMOUS or (resource is None and path in PUBLIC):
+def authorize(authorizer, user, attrs):
+    """Raises 403 unless authorizer (rbac.Authorizer) allows attrs
+    (rbac.Attributes) to user."""
+    allowed, reason = authorizer.authorize(user, attrs)
+    if allowed:
         return
-    if resource is None:
-        raise ApiError(403, "Forbidden", 'forbidden: User "%s" cannot get path "%s"'
-                       % (user, path), {})
-    v, group, plural, ns, name = resource
-    where = 'in the namespace "%s"' % ns if ns else "at the cluster scope"
-    why = 'User "%s" cannot %s resource "%s" in API group "%s" %s' % (user, v, plural, group,
-                                                                       where)
-    what = "%s.%s" % (plural.split("/")[0], group) if group else plural.split("/")[0]
-    message = '%s "%s" is forbidden: %s' % (what, name, why) if name else \
+    why = rbac.forbidden_message(user, attrs)
+    if reason:
+        why += ": " + reason
+    if not attrs.is_resource:
+        raise ApiError(403, "Forbidden", "forbidden: " + why, {})
+    what = "%s.%s" % (attrs.resource, attrs.group) if attrs.group else attrs.resource
+    message = '%s "%s" is forbidden: %s' % (what, attrs.name, why) if attrs.name else \
         "%s is forbidden: %s" % (what, why)
-    details = {"kind": plural.split("/")[0]}
-    if name:
-        details["name"] = name
-    if group:
-        details["group"] = group
+    details = {"kind": attrs.resource}
+    if attrs.name:
+        details["name"] = attrs.name
+    if attrs.group:
+        details["group"] = attrs.group
     raise ApiError(403, "Forbidden", message, details)

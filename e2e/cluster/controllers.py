@@ -14,15 +14,23 @@ sees, run in the API server's process over the registry:
 - service account and root CA publisher: every namespace has the
   ServiceAccount "default" and the ConfigMap kube-root-ca.crt with the
   cluster's CA, made again if deleted.
+- deployment and replica set controllers: apps.py.
+- token controller: a Secret of type kubernetes.io/service-account-token
+  annotated with a ServiceAccount's name gets the ServiceAccount's uid
+  annotation and data token (a token bound to the Secret: tokens.py),
+  ca.crt and namespace; one whose ServiceAccount does not exist is
+  deleted.
 - PVC protection: a PersistentVolumeClaim being deleted keeps its
   kubernetes.io/pvc-protection finalizer while a pod that has not finished
   uses it.
 
 Standard library only.
 """
+import base64
 import threading
 import time
 
+from apps import Apps
 from registry import Request
 from store import clone
 
@@ -30,6 +38,12 @@ NAMESPACES = "/v1/namespaces"
 SERVICEACCOUNTS = "/v1/serviceaccounts"
 CONFIGMAPS = "/v1/configmaps"
 PODS = "/v1/pods"
+SECRETS = "/v1/secrets"
+SA_TOKEN = "kubernetes.io/service-account-token"
+SA_NAME_ANNOTATION = "kubernetes.io/service-account.name"
+SA_UID_ANNOTATION = "kubernetes.io/service-account.uid"
+# A legacy token Secret's token does not expire; ten years stands for that.
+LEGACY_TOKEN_SECONDS = 10 * 365 * 86400
 PVCS = "/v1/persistentvolumeclaims"
 PVC_PROTECTION = "kubernetes.io/pvc-protection"
 # Longest the controllers sleep when nothing changes.
@@ -47,11 +61,13 @@ GC_FINALIZERS = ("foregroundDeletion", "orphan")
 
 
 class Controllers:
-    def __init__(self, registry, ca_pem, log=print):
+    def __init__(self, registry, ca_pem, log=print, tokens=None):
         self.registry = registry
         self.store = registry.store
         self.ca_pem = ca_pem
         self.log = log
+        self.apps = Apps(registry, log)
+        self.tokens = tokens  # the ServiceAccount token issuer, or None
         self.stopping = False
         # What the namespace controllers last saw (resourceVersions of the
         # namespaces, ServiceAccounts and ConfigMaps), when that left them
@@ -97,11 +113,14 @@ class Controllers:
             self.sweep()
 
     def sweep(self):
-        """The garbage collector and PVC protection. They read the stored
-        objects without copying them (and copy what they change)."""
+        """The garbage collector, PVC protection and the apps controllers.
+        They read the stored objects without copying them (and copy what
+        they change)."""
         self.follow()
         self.garbage()
         self.pvc_protection()
+        self.apps.sync()
+        self.token_secrets()
 
     def follow(self):
         """Brings the garbage collector's view up to the store's changes;
@@ -184,6 +203,35 @@ class Controllers:
                 self.registry.system_delete(kind, name, o["metadata"]["name"])
         if not inside:
             self.store.remove(NAMESPACES, None, name)
+
+    # --- the token controller ---
+
+    def token_secrets(self):
+        if self.tokens is None:
+            return
+        for secret in self.store.items(SECRETS):
+            md = secret["metadata"]
+            if secret.get("type") != SA_TOKEN or md.get("deletionTimestamp") or \
+                    (secret.get("data") or {}).get("token"):
+                continue
+            name = (md.get("annotations") or {}).get(SA_NAME_ANNOTATION, "")
+            sa = self.store.find(SERVICEACCOUNTS, md["namespace"], name)
+            uid = (md.get("annotations") or {}).get(SA_UID_ANNOTATION)
+            if sa is None or (uid and uid != sa["metadata"]["uid"]):
+                self.registry.system_delete(self.registry.kind_of_key(SECRETS),
+                                            md["namespace"], md["name"])
+                continue
+            token, _ = self.tokens.issue(sa, seconds=LEGACY_TOKEN_SECONDS,
+                                         bound=dict(secret, kind="Secret"))
+            secret = clone(secret)
+            secret["metadata"].setdefault("annotations", {})[SA_UID_ANNOTATION] = \
+                sa["metadata"]["uid"]
+            data = secret.setdefault("data", {})
+            data["token"] = base64.b64encode(token.encode()).decode()
+            data["namespace"] = base64.b64encode(md["namespace"].encode()).decode()
+            if self.ca_pem:
+                data["ca.crt"] = base64.b64encode(self.ca_pem.encode()).decode()
+            self.store.replace(SECRETS, md["namespace"], md["name"], secret)
 
     # --- PVC protection ---
 

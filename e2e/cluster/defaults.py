@@ -346,6 +346,21 @@ def default_deployment(deploy, old=None):
     return deploy
 
 
+def default_replica_set(rs, old=None):
+    """apps/v1 ReplicaSet: SetDefaults_ReplicaSet (replicas 1) and the pod
+    template's PodSpec defaults; status.replicas has no omitempty."""
+    spec = rs.setdefault("spec", {})
+    if spec.get("replicas") is None:
+        spec["replicas"] = 1
+    if not isinstance(spec.get("template"), dict):
+        spec["template"] = {}
+    default_pod_template(spec["template"])
+    if not isinstance(rs.get("status"), dict):
+        rs["status"] = {}
+    rs["status"].setdefault("replicas", 0)
+    return rs
+
+
 def default_pdb(pdb, old=None):
     """policy/v1 PodDisruptionBudget: no defaulting functions; the status
     counters have no omitempty, so the serializer always writes them."""
@@ -398,6 +413,7 @@ DEFAULTERS = {
     "coordination.k8s.io/v1/Lease": default_lease,
     "networking.k8s.io/v1/NetworkPolicy": default_network_policy,
     "apps/v1/Deployment": default_deployment,
+    "apps/v1/ReplicaSet": default_replica_set,
     "policy/v1/PodDisruptionBudget": default_pdb,
     "rbac.authorization.k8s.io/v1/Role": default_role,
     "rbac.authorization.k8s.io/v1/ClusterRole": default_role,
@@ -475,6 +491,7 @@ PREPARE_FOR_CREATE = {
     "v1/PersistentVolumeClaim": prepare_pvc_for_create,
     "networking.k8s.io/v1/NetworkPolicy": _generation_one(None),
     "apps/v1/Deployment": _generation_one({}),
+    "apps/v1/ReplicaSet": _generation_one({"replicas": 0}),
     "policy/v1/PodDisruptionBudget": _generation_one(
         {"currentHealthy": 0, "desiredHealthy": 0, "disruptionsAllowed": 0, "expectedPods": 0}),
 }

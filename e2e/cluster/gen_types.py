@@ -88,6 +88,8 @@ KINDS = {
     "rbac.authorization.k8s.io/v1/ClusterRole": "V1ClusterRole",
     "rbac.authorization.k8s.io/v1/ClusterRoleBinding": "V1ClusterRoleBinding",
     "apps/v1/Deployment": "V1Deployment",
+    "apps/v1/ReplicaSet": "V1ReplicaSet",
+    "authentication.k8s.io/v1/TokenRequest": "AuthenticationV1TokenRequest",
     "policy/v1/PodDisruptionBudget": "V1PodDisruptionBudget",
     "meta.k8s.io/v1/DeleteOptions": "V1DeleteOptions",
 }

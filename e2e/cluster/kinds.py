@@ -19,7 +19,8 @@ import decoder
 import defaults
 import schema
 import validation
-from errors import invalid, required
+import validation_apps
+from errors import GoRaw, invalid, not_supported, required
 
 # The fields every kind can be selected by.
 META_FIELDS = ("metadata.name", "metadata.namespace")
@@ -43,7 +44,7 @@ class Kind:
     def __init__(self, group, version, kind, plural, namespaced, short=(), status=False,
                  create_on_update=False, unconditional_update=True, graceful=False,
                  generation=False, fields=META_FIELDS, label_error=False,
-                 return_deleted=False):
+                 return_deleted=False, categories=()):
         self.group, self.version, self.kind, self.plural = group, version, kind, plural
         self.namespaced = namespaced
         self.short = list(short)
@@ -55,6 +56,7 @@ class Kind:
         self.fields = tuple(fields)
         self.label_error = label_error      # "field label not supported: x"
         self.return_deleted = return_deleted
+        self.categories = list(categories)  # discovery's; kubectl get all uses "all"
 
     # --- naming ---
 
@@ -187,7 +189,8 @@ class Custom(Kind):
                          spec.get("scope") == "Namespaced", short=names.get("shortNames", []),
                          status="status" in (version.get("subresources") or {}),
                          unconditional_update=False, generation=True,
-                         fields=META_FIELDS + tuple(selectable))
+                         fields=META_FIELDS + tuple(selectable),
+                         categories=names.get("categories") or ())
         self.schema = (version.get("schema") or {}).get("openAPIV3Schema")
         self.columns = version.get("additionalPrinterColumns")
 
@@ -259,6 +262,10 @@ def _of(fn):
     return lambda obj, ctx: fn(obj)
 
 
+def _update_of(fn):
+    return lambda new, old, ctx: fn(new, old)
+
+
 def _crd(obj, ctx):
     """The CRD rules the cluster relies on: names, group, versions."""
     spec = obj.get("spec") or {}
@@ -304,7 +311,67 @@ EVENTS_V1_FIELDS = META_FIELDS + tuple("regarding." + f for f in (
     "kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")) + (
     "reason", "reportingController", "type", "deprecatedSource.component")
 
+# The kinds `kubectl get all` lists, as the real server's discovery says.
+ALL = ("all",)
 SUB = validation.name_dns1123_subdomain
+# pkg/apis/rbac/validation ValidateRBACName: any name that fits in a path
+# segment ("system:discovery").
+RBAC_NAME = validation.name_path_segment
+
+
+def _binding(namespaced):
+    """ValidateRoleBinding / ValidateClusterRoleBinding: the name, the
+    roleRef (group, a kind the binding may name, a name) and each
+    subject's kind, name, and a ServiceAccount's empty apiGroup."""
+    def check(obj, ctx):
+        causes = validation.validate_object_meta(obj.get("metadata") or {}, namespaced,
+                                                 RBAC_NAME)
+        ref = obj.get("roleRef") or {}
+        if ref.get("apiGroup") != "rbac.authorization.k8s.io":
+            causes.append(not_supported("roleRef.apiGroup", ref.get("apiGroup", ""),
+                                        ["rbac.authorization.k8s.io"]))
+        kinds_ok = ["Role", "ClusterRole"] if namespaced else ["ClusterRole"]
+        if ref.get("kind") not in kinds_ok:
+            causes.append(not_supported("roleRef.kind", ref.get("kind", ""), kinds_ok))
+        if not ref.get("name"):
+            causes.append(required("roleRef.name"))
+        for i, sub in enumerate(obj.get("subjects") or []):
+            path = "subjects[%d]" % i
+            if not sub.get("name"):
+                causes.append(required(path + ".name"))
+            kind = sub.get("kind")
+            if kind == "ServiceAccount":
+                if sub.get("apiGroup"):
+                    causes.append(not_supported(path + ".apiGroup", sub["apiGroup"], [""]))
+                if not namespaced and not sub.get("namespace"):
+                    causes.append(required(path + ".namespace"))
+            elif kind in ("User", "Group"):
+                if sub.get("apiGroup") != "rbac.authorization.k8s.io":
+                    causes.append(not_supported(path + ".apiGroup", sub.get("apiGroup", ""),
+                                                ["rbac.authorization.k8s.io"]))
+            else:
+                causes.append(not_supported(path + ".kind", kind or "",
+                                            ["ServiceAccount", "User", "Group"]))
+        return causes
+    return check
+
+
+def _binding_update(namespaced):
+    """A binding's roleRef cannot change (ValidateRoleBindingUpdate)."""
+    check = _binding(namespaced)
+
+    def update(new, old, ctx):
+        causes = check(new, ctx) + validation.validate_object_meta_update(
+            new.get("metadata") or {}, old.get("metadata") or {})
+        ref = new.get("roleRef") or {}
+        if ref != old.get("roleRef"):
+            # An internal struct without String(): the error prints %#v.
+            causes.append(invalid("roleRef", GoRaw(
+                'rbac.RoleRef{APIGroup:"%s", Kind:"%s", Name:"%s"}' % (
+                    ref.get("apiGroup", ""), ref.get("kind", ""), ref.get("name", ""))),
+                "cannot change roleRef"))
+        return causes
+    return update
 LABEL = validation.name_dns1123_label
 
 BUILTIN = [
@@ -314,10 +381,10 @@ BUILTIN = [
     Builtin("", "v1", "Node", "nodes", False, ["no"], status=True,
             fields=("metadata.name", "spec.unschedulable"), label_error=True,
             validate=_of(validation.validate_node)),
-    Builtin("", "v1", "Pod", "pods", True, ["po"], status=True, graceful=True,
+    Builtin("", "v1", "Pod", "pods", True, ["po"], status=True, graceful=True, categories=ALL,
             return_deleted=True, fields=POD_FIELDS, label_error=True,
             validate=_pod, validate_update=_pod_update),
-    Builtin("", "v1", "Service", "services", True, ["svc"], status=True,
+    Builtin("", "v1", "Service", "services", True, ["svc"], status=True, categories=ALL,
             validate=_service, validate_update=_service_update),
     Builtin("", "v1", "Endpoints", "endpoints", True, ["ep"], create_on_update=True,
             validate=_meta(SUB, True)),
@@ -343,15 +410,21 @@ BUILTIN = [
             generation=True, unconditional_update=False, validate=_crd,
             reset_status=crd_status),
     Builtin("rbac.authorization.k8s.io", "v1", "Role", "roles", True, [],
-            create_on_update=True, validate=_meta(SUB, True)),
+            create_on_update=True, validate=_meta(RBAC_NAME, True)),
     Builtin("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True, [],
-            create_on_update=True, validate=_meta(SUB, True)),
+            create_on_update=True, validate=_binding(True),
+            validate_update=_binding_update(True)),
     Builtin("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False, [],
-            create_on_update=True, validate=_meta(SUB, False)),
+            create_on_update=True, validate=_meta(RBAC_NAME, False)),
     Builtin("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings",
-            False, [], create_on_update=True, validate=_meta(SUB, False)),
+            False, [], create_on_update=True, validate=_binding(False),
+            validate_update=_binding_update(False)),
     Builtin("apps", "v1", "Deployment", "deployments", True, ["deploy"], status=True,
-            generation=True, validate=_meta(SUB, True)),
+            generation=True, categories=ALL, validate=_of(validation_apps.validate_deployment),
+            validate_update=_update_of(validation_apps.validate_deployment_update)),
+    Builtin("apps", "v1", "ReplicaSet", "replicasets", True, ["rs"], status=True,
+            generation=True, categories=ALL, validate=_of(validation_apps.validate_replica_set),
+            validate_update=_update_of(validation_apps.validate_replica_set_update)),
     Builtin("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ["pdb"],
             status=True, generation=True, validate=_meta(SUB, True)),
 ]

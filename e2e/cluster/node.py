@@ -26,8 +26,9 @@ operator creates, with local processes instead of containers.
 - Env: the container's env (value, $(VAR) references, fieldRef of the
   downward API, configMapKeyRef, secretKeyRef) and envFrom configMaps and
   secrets, HOSTNAME, and KUBERNETES_SERVICE_HOST/PORT for the API server.
-  Its token and CA reach the pod as on a real node: through the
-  kube-api-access-* projected volume that admission adds to every pod.
+  Its token (of its ServiceAccount, bound to the pod: tokens.py) and CA
+  reach the pod as on a real node: through the kube-api-access-*
+  projected volume that admission adds to every pod.
 - Volumes: emptyDir (a folder per pod), hostPath (with its type checks),
   persistentVolumeClaim (a folder per claim; claims are bound when
   created), configMap and secret (their keys as files), downwardAPI, and

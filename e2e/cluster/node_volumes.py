@@ -9,7 +9,7 @@ import os
 import re
 
 from errors import ApiError
-from node_const import CONFIGMAPS, PODS, PVCS, SECRETS
+from node_const import CONFIGMAPS, PODS, PVCS, SECRETS, SERVICEACCOUNTS
 
 
 class MountError(Exception):
@@ -106,7 +106,7 @@ def mount_volume(node, run, v):
 def source_data(node, run, kind, ref):
     """The files a volume source holds: {relative path: bytes}."""
     if kind == "serviceAccountToken":
-        return {ref.get("path", "token"): node.token.encode()}
+        return {ref.get("path", "token"): pod_token(node, run, ref).encode()}
     if kind == "downwardAPI":
         pod = node.store.get(PODS, run.ns, run.name)
         return {it.get("path", ""): str(field_value(pod, (it.get("fieldRef") or {}).get(
@@ -131,6 +131,21 @@ def source_data(node, run, kind, ref):
                                                      it.get("key")))
         out[it.get("path", "")] = data[it["key"]]
     return out
+
+
+def pod_token(node, run, ref):
+    """A token of the pod's ServiceAccount bound to the pod, as the
+    kubelet asks the TokenRequest API for one (tokens.py): for the
+    source's audience (the API server's when none) and expirationSeconds."""
+    pod = node.store.get(PODS, run.ns, run.name)
+    sa_name = (pod.get("spec") or {}).get("serviceAccountName") or "default"
+    sa = node.store.find(SERVICEACCOUNTS, run.ns, sa_name)
+    if sa is None:
+        raise MountError('serviceaccount "%s" not found' % sa_name)
+    audiences = [ref["audience"]] if ref.get("audience") else None
+    token, _ = node.api.tokens.issue(sa, audiences, int(ref.get("expirationSeconds") or 3600),
+                                     dict(pod, kind="Pod"))
+    return token
 
 
 def write_items(node, run, name, sources):

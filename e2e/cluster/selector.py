@@ -1,8 +1,9 @@
 """Label and field selectors as the API server reads them from ?labelSelector=
 and ?fieldSelector=: equality (=, ==, !=), set-based (in, notin) and
 existence (key, !key) for labels; equality on the fields a kind supports
-(kinds.py says which, and how the value is read) for fields. Standard
-library only."""
+(kinds.py says which, and how the value is read) for fields; and the
+metav1.LabelSelector objects of a Deployment, a ReplicaSet or a ClusterRole
+aggregation rule (selector_matches). Standard library only."""
 import re
 
 from errors import ApiError
@@ -68,3 +69,26 @@ def field_matcher(text, getter):
             raise ApiError(400, "BadRequest", str(e)) from None
         tests.append(lambda o, get=get, op=op, v=v: (get(o) == v) == (op != "!="))
     return lambda obj: all(t(obj) for t in tests)
+
+
+def selector_matches(sel, labels):
+    """metav1.LabelSelector: matchLabels and matchExpressions (In, NotIn,
+    Exists, DoesNotExist). An empty selector matches nothing here, as for
+    the controllers (validation refuses it on apps/v1 anyway)."""
+    if not isinstance(sel, dict) or not (sel.get("matchLabels") or sel.get("matchExpressions")):
+        return False
+    labels = labels or {}
+    for k, v in (sel.get("matchLabels") or {}).items():
+        if labels.get(k) != v:
+            return False
+    for e in sel.get("matchExpressions") or []:
+        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
+        if op == "In" and labels.get(key) not in values:
+            return False
+        if op == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+    return True

@@ -3,11 +3,15 @@ their own: every namespace has its ServiceAccount and root CA, again when
 deleted; the garbage collector, which follows the store's changes rather
 than reading all of it each pass, collects what lost its owners, drops
 references to gone owners, honours Foreground and Orphan deletion, and
-still sees everything after the history is compacted."""
+still sees everything after the history is compacted; a ServiceAccount
+token Secret gets its token, CA and namespace."""
+import base64
 import json
 import unittest
 
+import tokens
 from controllers import Controllers
+from errors import ApiError
 from registry import Registry, Request
 from store import Store
 
@@ -21,7 +25,8 @@ class ControllersTest(unittest.TestCase):
         self.registry._create(self.registry.kind("v1", "namespaces"), None, {
             "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}},
             Request({}))
-        self.c = Controllers(self.registry, "CA PEM", log=lambda _m: None)
+        self.issuer = tokens.Issuer(self.store, "admin-token")
+        self.c = Controllers(self.registry, "CA PEM", log=lambda _m: None, tokens=self.issuer)
         self.c.sync()
 
     def cm(self, name, *owners):
@@ -91,6 +96,31 @@ class ControllersTest(unittest.TestCase):
         self.c.sync()
         self.assertEqual(self.names(), ["child", "kube-root-ca.crt"])
         self.assertNotIn("ownerReferences", self.store.peek(CMS, "default", "child")["metadata"])
+
+    def secret(self, name, sa):
+        return self.registry.create(self.registry.kind("v1", "secrets"), "default", json.dumps({
+            "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+            "metadata": {"name": name, "annotations": {
+                "kubernetes.io/service-account.name": sa}}}).encode(), Request({})).body
+
+    def test_a_service_account_token_secret_gets_a_token_that_ends_with_it(self):
+        self.secret("default-token", "default")
+        self.secret("ghost-token", "ghost")
+        self.c.sync()
+        s = self.store.peek("/v1/secrets", "default", "default-token")
+        self.assertEqual(base64.b64decode(s["data"]["ca.crt"]), b"CA PEM")
+        self.assertEqual(base64.b64decode(s["data"]["namespace"]), b"default")
+        sa = self.store.peek(SAS, "default", "default")
+        self.assertEqual(s["metadata"]["annotations"]["kubernetes.io/service-account.uid"],
+                         sa["metadata"]["uid"])
+        token = base64.b64decode(s["data"]["token"]).decode()
+        self.assertEqual(self.issuer.authenticate(token).name,
+                         "system:serviceaccount:default:default")
+        # One for a ServiceAccount that does not exist is deleted.
+        self.assertIsNone(self.store.peek("/v1/secrets", "default", "ghost-token"))
+        self.store.remove("/v1/secrets", "default", "default-token")
+        with self.assertRaises(ApiError):
+            self.issuer.authenticate(token)
 
     def test_the_collector_sees_everything_again_after_compaction(self):
         owner = self.cm("owner")
