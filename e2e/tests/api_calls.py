@@ -260,6 +260,14 @@ def derive(src):
             out.add((literal(args[gi], defs, w), literal(args[pi], defs, w)))
         return out
 
+    # The client itself builds no resource path of its own: every path
+    # comes from its callers, through kube_path.
+    for fn in funcs:
+        if fn.file in CLIENT_FILES and fn.name != "kube_path" and (
+                list(fn.calls("kube_path")) or re.search(r'"/apis?/', fn.body)):
+            raise Unattributed("%s: the client builds a resource path itself" %
+                               fn.where(fn.line))
+
     # Every call of the client must lie in a function found above: one in
     # something this reader does not take for a function would be missed.
     verb_re = re.compile(r"\b(%s)\s*\(" % "|".join(VERBS))

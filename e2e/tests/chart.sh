@@ -74,6 +74,17 @@ check "a call the reader cannot attribute fails the check" planted \
 	kube_delete(api, p, NULL, NULL, -1, 1, NULL, err);
 }' 'cannot attribute an API call: actions.c:[0-9]* (extra)'
 
+removed() { # removed SED WANT: actions.c with SED applied fails the check saying WANT
+	local src=$state/src out
+	rm -rf "$src" && cp -r "$root/operator/src" "$src" && sed -i "$1" "$src/actions.c" &&
+		! cmp -s "$src/actions.c" "$root/operator/src/actions.c" || return 1
+	out=$("$py" "$root/e2e/tests/api_calls.py" check "$src" "$list") && return 1
+	printf '%s\n' "$out" | grep -q "$2"
+}
+check "a call removed from the code and not from the list fails the check" removed \
+	's/kube_delete(ctx->api, path, j->uid, "Background"/(void)(ctx->api, path, j->uid, "Background"/' \
+	'lists training.mwj.io multiworkerjobs delete, which the operator never calls'
+
 # --- Each mode, rendered and checked ---
 
 base_args=(--log-format=json --log-level=info)
@@ -165,6 +176,10 @@ check "refused: an unknown log level (values.schema.json)" \
 check "refused: a watchNamespace that is no namespace name" \
 	refused "watchNamespace: Does not match pattern" --set watchNamespace=ML_1
 check "refused: replicas 0" refused "replicas: Must be greater than or equal to 1" --set replicas=0
+check "refused: one port for metrics and health" \
+	refused "metrics.port and health.port must differ" --set metrics.port=8081
+check "refused: a flag in extraArgs that the chart sets (the RBAC follows --namespace)" \
+	refused "extraArgs: --namespace=ml is set from the chart's values" --set 'extraArgs={--namespace=ml}'
 check "refused: leaderElection.enabled neither auto, true nor false" \
 	refused "leaderElection.enabled must be one of" --set leaderElection.enabled=maybe
 

@@ -51,6 +51,15 @@ false
 {{- if and .Values.pdb.enabled (not .Values.pdb.maxUnavailable) (ge (int .Values.pdb.minAvailable) (int .Values.replicas)) -}}
 {{- fail (printf "pdb.minAvailable %d with %d replica(s) would block every node drain: raise replicas, or set pdb.maxUnavailable" (int .Values.pdb.minAvailable) (int .Values.replicas)) -}}
 {{- end -}}
+{{- if and .Values.metrics.enabled (eq (int .Values.metrics.port) (int .Values.health.port)) -}}
+{{- fail "metrics.port and health.port must differ" -}}
+{{- end -}}
+{{- range .Values.extraArgs -}}
+{{- /* Flags the chart sets from its values: the RBAC and the probes follow them. */ -}}
+{{- if regexMatch "^--(namespace|leader-elect|leader-election-namespace|leader-election-id|metrics-addr|health-addr|kubeconfig|context)(=|$)" . -}}
+{{- fail (printf "extraArgs: %s is set from the chart's values (watchNamespace, leaderElection, metrics, health), not here" .) -}}
+{{- end -}}
+{{- end -}}
 {{- if and .Values.serviceMonitor.enabled (not .Values.metrics.enabled) -}}
 {{- fail "serviceMonitor.enabled needs metrics.enabled" -}}
 {{- end -}}
