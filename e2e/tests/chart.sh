@@ -87,7 +87,7 @@ check "a call removed from the code and not from the list fails the check" remov
 
 # --- Each mode, rendered and checked ---
 
-base_args=(--log-format=json --log-level=info)
+base_args=(--log-format=text --log-level=info)
 elect_args=(--leader-elect=true --leader-election-namespace="$ns" --leader-election-id=mwj-operator)
 addrs=(--metrics-addr=:8080 --health-addr=:8081)
 
@@ -140,7 +140,7 @@ check "metrics off: --metrics-addr=0" \
 	--metrics-addr=0 --health-addr=:8081
 
 all=(--set watchNamespace=ml --set replicas=3 --set pdb.enabled=true --set serviceMonitor.enabled=true
-	--set logFormat=text --set logLevel=debug --set metrics.port=9090 --set health.port=9091
+	--set logFormat=json --set logLevel=debug --set metrics.port=9090 --set health.port=9091
 	--set leaderElection.id=mwj-lead --set leaderElection.leaseDuration=20s
 	--set rbac.ownerReferencesPermissionEnforcement=true --set 'extraArgs={--workers=8}')
 check "everything at once renders" render all "${all[@]}"
@@ -148,7 +148,7 @@ check "everything at once: every kind, RBAC in namespaces only" \
 	py_check kinds "$state/all.yaml" ServiceAccount Role RoleBinding Role RoleBinding Service \
 	Deployment PodDisruptionBudget ServiceMonitor
 check "everything at once: every value becomes its flag" \
-	py_check deployment "$state/all.yaml" "$ns" --log-format=text --log-level=debug --namespace=ml \
+	py_check deployment "$state/all.yaml" "$ns" --log-format=json --log-level=debug --namespace=ml \
 	--leader-elect=true --leader-election-namespace="$ns" --leader-election-id=mwj-lead \
 	--leader-elect-lease-duration=20s --metrics-addr=:9090 --health-addr=:9091 --workers=8
 check "everything at once: the listed calls, plus multiworkerjobs/finalizers for admission" \
