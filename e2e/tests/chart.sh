@@ -112,9 +112,9 @@ check "one namespace: the Role in ml grants exactly the listed calls" \
 	py_check rbac "$state/one-ns.yaml" "$ns" "$list" ml false
 
 check "two replicas render" render replicas2 --set replicas=2
-check "two replicas: a Role and RoleBinding for the Lease" \
+check "two replicas: the Lease, and a Role and RoleBinding for it" \
 	py_check kinds "$state/replicas2.yaml" ServiceAccount ClusterRole ClusterRoleBinding Role \
-	RoleBinding Service Deployment
+	RoleBinding Lease Service Deployment
 check "two replicas: leader election on, the Lease in the release's namespace, rolling update" \
 	py_check deployment "$state/replicas2.yaml" "$ns" "${base_args[@]}" "${elect_args[@]}" "${addrs[@]}"
 check "two replicas: the Lease's Role grants get, create, update of that Lease only" \
@@ -123,7 +123,7 @@ check "two replicas: the Lease's Role grants get, create, update of that Lease o
 check "a PDB renders (two replicas)" render pdb --set replicas=2 --set pdb.enabled=true
 check "a PDB: a PodDisruptionBudget more" \
 	py_check kinds "$state/pdb.yaml" ServiceAccount ClusterRole ClusterRoleBinding Role RoleBinding \
-	Service Deployment PodDisruptionBudget
+	Lease Service Deployment PodDisruptionBudget
 check "a PDB: policy/v1, selects the operator's pods, lets one go" py_check metrics "$state/pdb.yaml" "$ns"
 
 check "a ServiceMonitor renders" render monitor --set serviceMonitor.enabled=true
@@ -146,7 +146,7 @@ all=(--set watchNamespace=ml --set replicas=3 --set pdb.enabled=true --set servi
 	--set rbac.ownerReferencesPermissionEnforcement=true --set 'extraArgs={--workers=8}')
 check "everything at once renders" render all "${all[@]}"
 check "everything at once: every kind, RBAC in namespaces only" \
-	py_check kinds "$state/all.yaml" ServiceAccount Role RoleBinding Role RoleBinding Service \
+	py_check kinds "$state/all.yaml" ServiceAccount Role RoleBinding Role RoleBinding Lease Service \
 	Deployment PodDisruptionBudget ServiceMonitor
 check "everything at once: every value becomes its flag" \
 	py_check deployment "$state/all.yaml" "$ns" --log-format=json --log-level=debug --namespace=ml \

@@ -111,9 +111,14 @@ def check_deployment(path, ns, *want_args):
     for m in c.get("volumeMounts", []):
         need("emptyDir" in vols.get(m["name"], {}), "mount %s is no emptyDir", m["name"])
     elect = "--leader-elect=true" in want_args
-    strategy = dep["spec"].get("strategy", {}).get("type", "RollingUpdate")
-    need(strategy == ("RollingUpdate" if elect else "Recreate"),
-         "strategy %s with leader election %s", strategy, elect)
+    strategy = dep["spec"].get("strategy", {})
+    need(strategy.get("type") == ("RollingUpdate" if elect else "Recreate"),
+         "strategy %s with leader election %s", strategy.get("type"), elect)
+    # An upgrade from a RollingUpdate revision keeps the server's defaults
+    # for rollingUpdate unless the chart removes them: the API server
+    # refuses them beside Recreate.
+    need(elect or ("rollingUpdate" in strategy and strategy["rollingUpdate"] is None),
+         "Recreate without rollingUpdate: null")
 
 
 def triples(role):
