@@ -58,9 +58,10 @@ RUN make -j"$(nproc)" build/bin/mwj-worker build/bin/mwj-operator \
 FROM ${BASE_IMAGE} AS runtime
 # A named user for `ps` and `ls -l`; the images still run as the number
 # (USER below), so that Kubernetes' runAsNonRoot can check it.
+# (UID_MAX: 65532 is above login.defs' range for people, on purpose.)
 RUN groupadd --gid 65532 mwj \
 	&& useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \
-		--shell /usr/sbin/nologin mwj
+		--shell /usr/sbin/nologin --key UID_MAX=65534 mwj
 ARG BASE_IMAGE
 LABEL org.opencontainers.image.vendor="mwj" \
 	org.opencontainers.image.base.name="${BASE_IMAGE}"
@@ -98,6 +99,8 @@ ARG DEBIAN_FRONTEND=noninteractive
 # NEEDED by mwj-worker: OpenBLAS (pthread build, as the builder's
 # libopenblas-dev picks; it brings libgfortran5), cJSON, zlib (gzip IDX
 # files), libcrypto. And the data: Debian's Fashion-MNIST, the four IDX files.
+# (The package's BLAS and LAPACK, 7.7 MB the worker never loads, stay: its
+# postinst registers them as alternatives and fails without them.)
 RUN apt-get update \
 	&& apt-get install -y --no-install-recommends \
 		libopenblas0-pthread libcjson1 zlib1g libssl3 dataset-fashion-mnist \
@@ -149,7 +152,7 @@ RUN apt-get update \
 	&& rm -rf /var/lib/apt/lists/* /var/log/apt/* /var/log/dpkg.log \
 	&& groupadd --gid 65532 mwj \
 	&& useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \
-		--shell /usr/sbin/nologin mwj
+		--shell /usr/sbin/nologin --key UID_MAX=65534 mwj
 # The data from the CPU image, so that both train on the same files (Ubuntu
 # need not package them).
 COPY --from=worker /usr/share/datasets/fashion-mnist /usr/share/datasets/fashion-mnist

@@ -231,21 +231,25 @@ demo: $(WORKER_BIN)
 	$(WORKER_BIN) evaluate --model-dir $(BUILD)/demo-model --data-dir $(MWJ_TEST_DATA)
 
 # The images: mwj-operator:$(VERSION) and mwj-worker:$(VERSION), each also
-# tagged latest (the examples' image), from the Dockerfile's targets. Docker
-# where its engine answers (a docker client alone is not enough), podman
-# otherwise (scripts/setup-podman.sh sets it up
-# and makes the base image: DEVELOPERS.md). VERSION is the one the binaries
-# print; images-check fails if the worker's differs.
+# tagged latest (the examples' image), from the Dockerfile's targets. VERSION
+# is the one the binaries print; images-check fails if the worker's differs.
+# Docker where its engine answers (a docker client alone is not enough),
+# podman otherwise: scripts/setup-podman.sh sets it up and makes the base
+# image (DEVELOPERS.md). ?= is recursive: docker is asked only when an image
+# target runs.
 VERSION := $(shell awk '$$2 == "OPERATOR_VERSION" { gsub(/"/, "", $$3); print $$3 }' operator/src/cli.h)
-# Recursive (=): asked only when an image target runs.
 CONTAINER_ENGINE ?= $(if $(shell docker info >/dev/null 2>&1 && echo yes),docker,podman)
 BASE_IMAGE ?= debian:bookworm-slim
 IMAGE_PREFIX ?=
-# podman: the base image is local (never pulled), and RUN steps use the
-# host's network, where apt finds the Debian mirror as the host does.
-IMAGE_BUILD_FLAGS ?= $(if $(filter podman,$(notdir $(CONTAINER_ENGINE))),--pull=missing --network=host)
+# Extra flags for `build`. podman needs none: it takes a local base image
+# before any registry, and the runtime settings our machines need are in
+# containers.conf (scripts/setup-podman.sh).
+IMAGE_BUILD_FLAGS ?=
+# The revision label says -dirty when tracked files differ from the commit.
+IMAGE_REVISION = $(or $(shell git rev-parse HEAD 2>/dev/null),unknown)$(if \
+	$(shell git status --porcelain --untracked-files=no 2>/dev/null),-dirty)
 IMAGE_BUILD = $(CONTAINER_ENGINE) build $(IMAGE_BUILD_FLAGS) --build-arg BASE_IMAGE=$(BASE_IMAGE) \
-	--build-arg VERSION=$(VERSION) --build-arg REVISION=$(or $(shell git rev-parse HEAD 2>/dev/null),unknown) \
+	--build-arg VERSION=$(VERSION) --build-arg REVISION=$(IMAGE_REVISION) \
 	--build-arg CREATED=$(or $(shell git log -1 --format=%cI 2>/dev/null),unknown)
 images:
 	$(IMAGE_BUILD) --target operator -t $(IMAGE_PREFIX)mwj-operator:$(VERSION) \

@@ -104,6 +104,19 @@ for image in "$operator" "$worker"; do
 	done
 done
 
+# Writes to the root filesystem fail with EROFS, not only EACCES (which the
+# non-root user would get on a writable root too); /tmp takes them.
+for image in "$operator" "$worker"; do
+	out=$("${run[@]}" --entrypoint /bin/sh "$image" -c 'touch /usr/local/bin/x /x 2>&1; touch /tmp/x' 2>&1)
+	rc=$?
+	if [ "$rc" = 0 ] && [ "$(printf '%s\n' "$out" | grep -c 'Read-only file system')" = 2 ]; then
+		pass "$image: / read-only, /tmp writable"
+	else
+		fail "$image: read-only root and writable /tmp: exit $rc, output:"
+		printf '%s\n' "$out" | sed 's/^/    /'
+	fi
+done
+
 # Every library each binary needs resolves inside its image.
 for pair in "$operator:/usr/local/bin/mwj-operator" "$worker:/usr/local/bin/mwj-worker"; do
 	image=${pair%%:/*}

@@ -189,7 +189,7 @@ make_base() {
 	$sudo tar --numeric-owner -C "$root" -c . |
 		$sudo podman import \
 			--change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-			--change 'CMD ["bash"]' - "localhost/$base_tag" > /dev/null
+			--change 'CMD ["bash"]' --quiet - "localhost/$base_tag" > /dev/null
 	$sudo podman tag "localhost/$base_tag" "docker.io/library/$base_tag"
 	log "base image $base_tag: $($sudo podman image inspect --format '{{.Size}}' "$base_tag") bytes"
 }
