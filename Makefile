@@ -7,6 +7,8 @@
 #   make soak       the operator under random faults for a few minutes, and
 #                   its e2e run again under LeakSanitizer (SEED=N replays)
 #   make demo       a short training run on Fashion-MNIST
+#   make images     the operator and worker images (Dockerfile), with docker
+#                   or podman; images-check runs them as a cluster would
 #   make fuzz       fuzz every parser of untrusted input with libFuzzer (clang)
 #   make lint       clang-format check and clang-tidy
 #   make chart-crds copy crds/ into the Helm chart (a test checks they match)
@@ -96,7 +98,7 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS := -std=c17 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(PKG_CFLAGS) \
 	$(OPERATOR_PKG_CFLAGS) -Icommon -Iworker/src -Ioperator/src -MMD -MP
 
-.PHONY: all test bench soak demo fuzz lint clean chart-crds
+.PHONY: all test bench soak demo fuzz lint clean chart-crds images images-check images-cuda
 all: $(WORKER_BIN) $(OPERATOR_BIN)
 
 $(OBJ)/%.o: %.c
@@ -229,6 +231,45 @@ demo: $(WORKER_BIN)
 	$(WORKER_BIN) train --data-dir $(MWJ_TEST_DATA) --epochs 2 --steps-per-epoch 200 --optimizer adam \
 		--validation-steps 20 --model-dir $(BUILD)/demo-model
 	$(WORKER_BIN) evaluate --model-dir $(BUILD)/demo-model --data-dir $(MWJ_TEST_DATA)
+
+# The images: mwj-operator:$(VERSION) and mwj-worker:$(VERSION), each also
+# tagged latest (the examples' image), from the Dockerfile's targets. VERSION
+# is the one the binaries print; images-check fails if the worker's differs.
+# Docker where its engine answers (a docker client alone is not enough),
+# podman otherwise: scripts/setup-podman.sh sets it up and makes the base
+# image (DEVELOPERS.md). ?= is recursive: docker is asked only when an image
+# target runs.
+VERSION := $(shell awk '$$2 == "OPERATOR_VERSION" { gsub(/"/, "", $$3); print $$3 }' operator/src/cli.h)
+CONTAINER_ENGINE ?= $(if $(shell docker info >/dev/null 2>&1 && echo yes),docker,podman)
+BASE_IMAGE ?= debian:bookworm-slim
+IMAGE_PREFIX ?=
+# Extra flags for `build`. podman needs none: it takes a local base image
+# before any registry, and the runtime settings our machines need are in
+# containers.conf (scripts/setup-podman.sh).
+IMAGE_BUILD_FLAGS ?=
+# The revision label says -dirty when tracked files differ from the commit.
+IMAGE_REVISION = $(or $(shell git rev-parse HEAD 2>/dev/null),unknown)$(if \
+	$(shell git status --porcelain --untracked-files=no 2>/dev/null),-dirty)
+IMAGE_BUILD = $(CONTAINER_ENGINE) build $(IMAGE_BUILD_FLAGS) --build-arg BASE_IMAGE=$(BASE_IMAGE) \
+	--build-arg VERSION=$(VERSION) --build-arg REVISION=$(IMAGE_REVISION) \
+	--build-arg CREATED=$(or $(shell git log -1 --format=%cI 2>/dev/null),unknown)
+images:
+	$(IMAGE_BUILD) --target operator -t $(IMAGE_PREFIX)mwj-operator:$(VERSION) \
+		-t $(IMAGE_PREFIX)mwj-operator:latest .
+	$(IMAGE_BUILD) --target worker -t $(IMAGE_PREFIX)mwj-worker:$(VERSION) \
+		-t $(IMAGE_PREFIX)mwj-worker:latest .
+	@$(CONTAINER_ENGINE) images --filter reference='*mwj-*:$(VERSION)'
+
+images-check: images
+	CONTAINER_ENGINE=$(CONTAINER_ENGINE) scripts/images-check.sh $(VERSION) \
+		$(IMAGE_PREFIX)mwj-operator:$(VERSION) $(IMAGE_PREFIX)mwj-worker:$(VERSION)
+
+# Only where the CUDA images can be had (CUDA_BASE_IMAGE, CUDA_RUNTIME_IMAGE:
+# see the Dockerfile).
+images-cuda:
+	$(IMAGE_BUILD) $(if $(CUDA_BASE_IMAGE),--build-arg CUDA_BASE_IMAGE=$(CUDA_BASE_IMAGE)) \
+		$(if $(CUDA_RUNTIME_IMAGE),--build-arg CUDA_RUNTIME_IMAGE=$(CUDA_RUNTIME_IMAGE)) \
+		--target worker-cuda -t $(IMAGE_PREFIX)mwj-worker-cuda:$(VERSION) .
 
 C_FILES := $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 # The MPI baseline needs mpi.h: checked with mpicc's flags, where it is installed.
