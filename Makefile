@@ -234,12 +234,12 @@ demo: $(WORKER_BIN)
 
 # The images: mwj-operator:$(VERSION) and mwj-worker:$(VERSION), each also
 # tagged latest (the examples' image), from the Dockerfile's targets. VERSION
-# is the one the binaries print; images-check fails if the worker's differs.
+# is the one both binaries print (common/version.h).
 # Docker where its engine answers (a docker client alone is not enough),
 # podman otherwise: scripts/setup-podman.sh sets it up and makes the base
 # image (DEVELOPERS.md). ?= is recursive: docker is asked only when an image
 # target runs.
-VERSION := $(shell awk '$$2 == "OPERATOR_VERSION" { gsub(/"/, "", $$3); print $$3 }' operator/src/cli.h)
+VERSION := $(shell awk '$$2 == "MWJ_RELEASE" { gsub(/"/, "", $$3); print $$3 }' common/version.h)
 CONTAINER_ENGINE ?= $(if $(shell docker info >/dev/null 2>&1 && echo yes),docker,podman)
 BASE_IMAGE ?= debian:bookworm-slim
 IMAGE_PREFIX ?=

@@ -19,7 +19,7 @@ py=/usr/bin/python3
 chart=$root/charts/mwj-operator
 list=$root/operator/api_calls.txt
 ns=mwj-system
-version=$(sed -n 's/^#define OPERATOR_VERSION "\(.*\)"$/\1/p' "$root/operator/src/cli.h")
+version=$(sed -n 's/^#define MWJ_RELEASE "\(.*\)"$/\1/p' "$root/common/version.h")
 if ! command -v "$helm" > /dev/null; then
 	echo "$(basename "$0"): no helm on PATH (scripts/install-deps.sh installs it)"
 	echo "0 passed, 1 failed"

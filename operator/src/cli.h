@@ -14,8 +14,9 @@
 #include <stdio.h>
 
 #include "log.h"
+#include "version.h"
 
-#define OPERATOR_VERSION "0.1.0"
+#define OPERATOR_VERSION MWJ_RELEASE
 #define CLI_PATH_LEN     4096
 #define CLI_NAME_LEN     254
 

@@ -10,8 +10,7 @@
 #include "flags.h"
 #include "model.h"
 #include "parse.h"
-
-#define VERSION "0.1.0"
+#include "version.h"
 
 enum flag_id {
 	F_MODEL = 256,
@@ -337,7 +336,7 @@ int cli_parse(struct cli *c, int argc, char **argv, FILE *out, char *err)
 		return 1;
 	}
 	if (strcmp(argv[1], "--version") == 0) {
-		fprintf(out, "mwj-worker %s\n", VERSION);
+		fprintf(out, "mwj-worker %s\n", MWJ_RELEASE);
 		return 1;
 	}
 	if (strcmp(argv[1], "train") == 0) {
