@@ -121,6 +121,15 @@ class Api:
                                                   "metadata": {"name": ns}}, Request({}))
         for key, obj in rbac.BOOTSTRAP:
             self.registry._create(self.registry.kind_of_key(key), None, obj, Request({}))
+        # The Service the bootstrap controller keeps in default (controlplane's
+        # kubernetesservice): the first cluster IP, port 443, no selector.
+        self.registry._create(self.registry.kind("v1", "services"), "default", {
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "kubernetes", "namespace": "default",
+                         "labels": {"component": "apiserver", "provider": "kubernetes"}},
+            "spec": {"type": "ClusterIP", "clusterIP": "10.96.0.1", "sessionAffinity": "None", "ports": [
+                {"name": "https", "protocol": "TCP", "port": 443, "targetPort": 6443}]}},
+            Request({}))
         self.controllers = Controllers(self.registry, ca_pem,
                                        log=lambda m: print(m, file=sys.stderr, flush=True),
                                        tokens=self.tokens)

@@ -36,9 +36,10 @@ get_all() {
 		printf '%s\n' "$out" | grep -q '^deployment.apps/demo$' &&
 		printf '%s\n' "$out" | grep -Eq '^replicaset.apps/demo-[a-z0-9]+$' &&
 		printf '%s\n' "$out" | grep -Eq '^pod/demo-[a-z0-9]+-[a-z0-9]{5}$' &&
-		printf '%s\n' "$out" | grep -q '^service/demo$'
+		printf '%s\n' "$out" | grep -q '^service/demo$' &&
+		printf '%s\n' "$out" | grep -q '^service/kubernetes$'
 }
-check "kubectl get all lists the Deployment, its ReplicaSet, pod and Service" get_all
+check "kubectl get all lists the Deployment, its ReplicaSet, pod and Service, and the kubernetes Service" get_all
 
 upgraded() {
 	h upgrade demo "$chart" --set replicas=2 --wait --timeout 60s > /dev/null &&
