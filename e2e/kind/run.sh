@@ -27,7 +27,7 @@ if ! kubeconfig=$("$here/up.sh"); then
 fi
 export KUBECONFIG=$kubeconfig
 MWJ_E2E_PREEMPT="delete evict" MWJ_E2E_WORKER_IMAGE="mwj-worker:$version" \
-	MWJ_E2E_CHECKPOINT_VOLUME='{hostPath: {path: /mwj-shared, type: Directory}}' \
+	MWJ_E2E_CHECKPOINT_VOLUME=${MWJ_E2E_CHECKPOINT_VOLUME:-'{hostPath: {path: /mwj-shared, type: Directory}}'} \
 	MWJ_E2E_ARTIFACTS=$artifacts "$root/e2e/scenarios.sh"
 rc=$?
 if [ "$rc" != 0 ]; then
