@@ -106,6 +106,8 @@ cleanup() {
 	"$helm" uninstall "$release" -n "$op_ns" --ignore-not-found --wait > /dev/null 2>&1
 }
 trap cleanup EXIT
+# Ctrl-C ends the run, cleaning up, rather than only the command it hit.
+trap 'exit 130' INT TERM
 "$helm" uninstall "$release" -n "$op_ns" --ignore-not-found --wait > /dev/null 2>&1
 k delete namespace "$ns" --ignore-not-found --timeout=120s > /dev/null 2>&1
 
