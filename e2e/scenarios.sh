@@ -101,6 +101,7 @@ done
 # What a run leaves goes at the end, and what an aborted run left goes
 # first, so that a second run on the same cluster starts clean.
 cleanup() {
+	rm -f "${TMPDIR:-/tmp}/mwj-e2e-chief.$$"
 	[ "${MWJ_E2E_KEEP:-0}" = 1 ] && return
 	k delete namespace "$ns" --ignore-not-found --wait=false > /dev/null 2>&1
 	"$helm" uninstall "$release" -n "$op_ns" --ignore-not-found --wait > /dev/null 2>&1
@@ -302,7 +303,6 @@ for way in "${ways[@]}"; do
 	}
 	check "3. $way: the final weights equal the uninterrupted run's, bit for bit" same
 done
-rm -f "${TMPDIR:-/tmp}/mwj-e2e-chief.$$"
 
 # --- 4. A permanent failure ---
 
