@@ -52,6 +52,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import access
 import auth
 import decoder
+import eviction
 import kinds
 import openapi_v2
 import protobuf
@@ -156,6 +157,9 @@ class Api:
             if plural == "pods" and gv == "v1":
                 res.append({"name": "pods/log", "singularName": "", "namespaced": True,
                             "kind": "Pod", "verbs": ["get"]})
+                res.append({"name": "pods/eviction", "singularName": "", "namespaced": True,
+                            "group": "policy", "version": "v1", "kind": "Eviction",
+                            "verbs": ["create"]})
             if k.key in scale.KINDS:
                 res.append(dict(scale.DISCOVERY, name=plural + "/scale",
                                 namespaced=k.namespaced))
@@ -213,7 +217,7 @@ class Api:
 
 PATH = re.compile(r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
                   r"(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[^/]+)"
-                  r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>status|log|token|scale))?$")
+                  r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>status|log|token|scale|eviction))?$")
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -433,6 +437,16 @@ class Handler(BaseHTTPRequestHandler):
             if kind.key != "/v1/pods" or method != "GET" or not name:
                 raise ApiError(405, "MethodNotAllowed", "only GET of pods/log")
             return self.send_log(ns, name, query)
+        if sub == "eviction":
+            if kind.key != "/v1/pods" or not name:
+                raise ApiError(404, "NotFound", "the server could not find the requested "
+                               "resource")
+            if method != "POST":
+                raise ApiError(405, "MethodNotAllowed", "the server does not allow this method "
+                               "on the requested resource")
+            code, body = eviction.evict(registry, ns, name, self.raw_body,
+                                        Request(query, self.user))
+            return self.send_json(code, body)
         if sub == "status" and (not kind.status or method not in ("GET", "PUT", "PATCH")):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         if sub == "token":
