@@ -6,7 +6,8 @@
 #   make bench      throughput figures as JSON lines
 #   make soak       the operator under random faults for a few minutes, and
 #                   its e2e run again under LeakSanitizer (SEED=N replays)
-#   make demo       a short training run on Fashion-MNIST
+#   make demo       the whole system in a few minutes: a cluster, the operator,
+#                   a 2-worker job, a preemption and its recovery
 #   make images     the operator and worker images (Dockerfile), with docker
 #                   or podman; images-check runs them as a cluster would
 #   make fuzz       fuzz every parser of untrusted input with libFuzzer (clang)
@@ -227,10 +228,11 @@ soak: $(WORKER_BIN) $(OPERATOR_BIN)
 	MWJ_BIN_DIR=$(abspath $(BIN)) /usr/bin/python3 bench/operator_soak.py \
 		--leak-operator $(abspath $(SOAK_SAN_BUILD)/bin/mwj-operator) $(if $(SEED),--seed $(SEED))
 
-demo: $(WORKER_BIN)
-	$(WORKER_BIN) train --data-dir $(MWJ_TEST_DATA) --epochs 2 --steps-per-epoch 200 --optimizer adam \
-		--validation-steps 20 --model-dir $(BUILD)/demo-model
-	$(WORKER_BIN) evaluate --model-dir $(BUILD)/demo-model --data-dir $(MWJ_TEST_DATA)
+# The whole system: a cluster (kind where kind and docker are, the local
+# test cluster otherwise), the operator from its chart, a 2-worker job
+# preempted halfway, and the model's test accuracy; scripts/demo.sh says how.
+demo: $(WORKER_BIN) $(OPERATOR_BIN)
+	scripts/demo.sh
 
 # The images: mwj-operator:$(VERSION) and mwj-worker:$(VERSION), each also
 # tagged latest (the examples' image), from the Dockerfile's targets. VERSION
