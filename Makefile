@@ -207,10 +207,11 @@ $(BIN)/mpi_allreduce: bench/mpi_allreduce.c
 # Tests find the real data and the built binary through the environment.
 MWJ_TEST_DATA ?= /usr/share/datasets/fashion-mnist
 # The local test cluster's own tests (Python, no build step), real kubectl
-# against it, and the Helm chart rendered and checked (chart.sh).
+# against it, the Helm chart rendered and checked (chart.sh), and make demo
+# with short epochs (demo.sh).
 E2E_UNIT := e2e/cluster/run_tests.py e2e/tests/kubectl_api.sh e2e/tests/kubectl_node.sh \
 	e2e/tests/operator.sh e2e/tests/operator_ha.sh e2e/tests/helm_cluster.sh \
-	e2e/tests/chart.sh
+	e2e/tests/chart.sh e2e/tests/demo.sh
 test: $(WORKER_BIN) $(OPERATOR_BIN) $(TESTS) $(FUZZ_REPLAYS)
 	MWJ_WORKER_BIN=$(abspath $(WORKER_BIN)) MWJ_OPERATOR_BIN=$(abspath $(BIN)/mwj-operator) \
 		MWJ_TEST_DATA=$(MWJ_TEST_DATA) \

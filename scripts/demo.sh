@@ -8,9 +8,11 @@
 #
 #   scripts/demo.sh            (make demo builds the binaries, then runs it)
 #
-# The cluster: kind when kind and docker are on PATH (e2e/kind/up.sh builds
-# and loads the images), otherwise the local test cluster (e2e/cluster),
-# whose pods run build/bin's binaries as local processes.
+# The cluster: kind when kind and docker are on PATH and Docker's engine
+# runs (e2e/kind/up.sh builds the images, and makes a cluster named
+# $MWJ_KIND_CLUSTER, here mwj-demo, that e2e/kind/down.sh deletes at the
+# end), otherwise the local test cluster (e2e/cluster), whose pods run
+# build/bin's binaries as local processes.
 #   MWJ_DEMO_CLUSTER=local|kind   choose instead of guessing
 #   MWJ_DEMO_STEPS=N              steps per epoch (default: the manifest's
 #                                 1000; tests use fewer)
@@ -24,10 +26,17 @@ operator_ns=mwj-system
 kubectl=${KUBECTL:-kubectl}
 helm=${HELM:-helm}
 
+# kind only where Docker's engine answers: a docker client alone is not
+# enough (the Makefile's images target asks the same).
 case "${MWJ_DEMO_CLUSTER:-}" in
 local | kind) cluster=$MWJ_DEMO_CLUSTER ;;
-"") cluster=local
-	command -v kind > /dev/null && command -v docker > /dev/null && cluster=kind ;;
+"")
+	cluster=local
+	if command -v kind > /dev/null && command -v docker > /dev/null && docker info > /dev/null 2>&1 &&
+		[ -x "$root/e2e/kind/up.sh" ]; then
+		cluster=kind
+	fi
+	;;
 *) echo "demo: MWJ_DEMO_CLUSTER must be local or kind" >&2; exit 1 ;;
 esac
 steps=${MWJ_DEMO_STEPS:-}
@@ -151,9 +160,10 @@ events() {
 if [ "$cluster" = kind ]; then
 	step "1/6  A kind cluster (e2e/kind/up.sh builds the images and loads them into it)"
 	up=1
-	"$root/e2e/kind/up.sh" | tee "$state/kind-up.log"
-	kubeconfig=$(tail -n 1 "$state/kind-up.log")
-	export KUBECONFIG=${kubeconfig##*KUBECONFIG=}
+	# A cluster of the demo's own, not the e2e scenarios'.
+	export MWJ_KIND_CLUSTER=${MWJ_KIND_CLUSTER:-mwj-demo} MWJ_KIND_KUBECONFIG=$state/kubeconfig
+	KUBECONFIG=$("$root/e2e/kind/up.sh")
+	export KUBECONFIG
 else
 	step "1/6  The local test cluster (e2e/cluster: an API server, and a node that runs pods as local processes)"
 	say "No Docker or kind here, so mwj's own test cluster stands in for one: real kubectl and helm talk to it, and its pods run build/bin/mwj-operator and build/bin/mwj-worker."
@@ -166,16 +176,30 @@ show k get nodes
 # --- 2. The operator ---
 step "2/6  Install the operator with its Helm chart"
 show "$helm" install "$release" charts/mwj-operator -n "$operator_ns" --create-namespace --wait --timeout 180s |
-	grep -E '^(\$ |NAME|STATUS|NAMESPACE):'
+	grep -E '^(\$ |NAME:|STATUS:|NAMESPACE:)'
 show k -n "$operator_ns" get pods
 
 # --- 3. The job ---
 step "3/6  Apply a 2-worker MultiWorkerJob (examples/demo.yaml)"
+# The examples as they are, but on kind: its storage is per node and its
+# cluster has two worker nodes, so the folder that e2e/kind/up.sh mounts in
+# every node stands in for a ReadWriteMany claim, and the image is the
+# version up.sh loaded.
+example() { # example NAME: examples/NAME as this cluster runs it, into $state/NAME
+	local version
+	version=$(awk '$2 == "OPERATOR_VERSION" { gsub(/"/, "", $3); print $3 }' operator/src/cli.h)
+	if [ "$cluster" = kind ]; then
+		sed -e "s#image: mwj-worker:latest#image: mwj-worker:$version#" \
+			-e 's#persistentVolumeClaim:#hostPath: {path: /mwj-shared, type: Directory}#' \
+			-e '/claimName: mnist-demo-checkpoints/d' "examples/$1"
+	else
+		cat "examples/$1"
+	fi | sed "s/--steps-per-epoch, \"1000\"/--steps-per-epoch, \"${steps:-1000}\"/" > "$state/$1"
+}
+example demo.yaml
+example demo-evaluate.yaml
 manifest=examples/demo.yaml
-if [ -n "$steps" ]; then
-	sed "s/--steps-per-epoch, \"1000\"/--steps-per-epoch, \"$steps\"/" "$manifest" > "$state/demo.yaml"
-	manifest=$state/demo.yaml
-fi
+cmp -s "$state/demo.yaml" "$manifest" || manifest=$state/demo.yaml
 say "Two workers train the tutorial CNN on Fashion-MNIST, each on its own half of every batch, their gradients summed by a ring all-reduce every step; the chief (worker 0) writes a backup to the shared claim every 100 steps."
 show k apply -f "$manifest"
 wait_for 120 "both workers to run" bash -c \
@@ -226,8 +250,11 @@ report
 step "5/6  The job's status"
 wait_for 60 "the job to finish" finished
 show k get mwj "$job"
-echo "$ kubectl get mwj $job -o yaml   (its status)"
-k get mwj "$job" -o yaml | sed -n '/^status:/,$p'
+echo "Its status (kubectl get mwj $job -o yaml shows all of it):"
+fmt='{"    phase: "}{.status.phase}{", from "}{.status.startTime}{" to "}{.status.completionTime}'
+fmt+='{"\n    restarts: "}{.status.restarts}{"\n    workers: "}{.status.workers}{"\n    conditions:\n"}'
+fmt+='{range .status.conditions[*]}{"      "}{.type}{"="}{.status}{" ("}{.reason}{": "}{.message}{")\n"}{end}'
+k get mwj "$job" -o jsonpath="$fmt"
 echo
 echo "The chief's last lines:"
 chief_log | grep -E '^Epoch|^ *[0-9]+/[0-9]+ \[.*val_|model saved|final weights|backups .* removed' | uniq | sed 's/^/    /'
@@ -235,7 +262,9 @@ chief_log | grep -E '^Epoch|^ *[0-9]+/[0-9]+ \[.*val_|model saved|final weights|
 
 step "6/6  The saved model's test accuracy (examples/demo-evaluate.yaml)"
 say "A pod that mounts the job's claim runs mwj-worker evaluate on the 10 000 test images:"
-show k apply -f examples/demo-evaluate.yaml
+manifest=examples/demo-evaluate.yaml
+cmp -s "$state/demo-evaluate.yaml" "$manifest" || manifest=$state/demo-evaluate.yaml
+show k apply -f "$manifest"
 evaluated() { case "$(jp pod/mnist-demo-evaluate '{.status.phase}')" in Succeeded | Failed) return 0 ;; esac; return 1; }
 wait_for 180 "the evaluation" evaluated
 show k logs mnist-demo-evaluate | grep -v '^[0-9T:.-]*Z '

@@ -39,9 +39,9 @@ left() {
 		return 1
 	fi
 	for p in /proc/[0-9]*; do
-		if tr '\0' ' ' < "$p/cmdline" 2> /dev/null | grep -qF "$state/" ||
-			tr '\0' '\n' < "$p/environ" 2> /dev/null | grep -qx "KUBERNETES_SERVICE_PORT=$port"; then
-			echo "left running: ${p#/proc/} $(tr '\0' ' ' < "$p/cmdline" 2> /dev/null)"
+		if tr '\0' ' ' 2> /dev/null < "$p/cmdline" | grep -qF "$state/" ||
+			tr '\0' '\n' 2> /dev/null < "$p/environ" | grep -qx "KUBERNETES_SERVICE_PORT=$port"; then
+			echo "left running: ${p#/proc/} $(tr '\0' ' ' 2> /dev/null < "$p/cmdline")"
 			found=1
 		fi
 	done
