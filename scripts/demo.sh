@@ -53,7 +53,11 @@ done
 
 state=$(mktemp -d /tmp/mwj-demo-XXXXXX)
 started=$SECONDS
-up=0 # 1 once a cluster may be running: cleanup then takes it down
+up=0        # 1 once a cluster may be running: cleanup then takes it down
+installed=0 # 1 once helm install may have begun
+# kubectl and helm talk to the demo's cluster only, never to one the
+# user's own KUBECONFIG names, cleanup included.
+export KUBECONFIG=$state/kubeconfig
 
 # Everything the demo started goes, whatever ends it: Ctrl-C, an error, the
 # end. A second Ctrl-C must not cut the cleanup short.
@@ -62,11 +66,16 @@ cleanup() {
 	trap '' INT TERM
 	trap - EXIT
 	set +e
+	if [ "$rc" != 0 ] && [ "$rc" != 130 ] && [ "$up" = 1 ]; then
+		what_went_wrong
+	fi
 	if [ "$up" = 1 ]; then
 		echo
 		echo "== Cleaning up"
-		"$helm" uninstall "$release" -n "$operator_ns" --timeout 30s > /dev/null 2>&1 &&
-			echo "helm uninstall $release: done"
+		if [ "$installed" = 1 ] && [ -f "$KUBECONFIG" ]; then
+			"$helm" uninstall "$release" -n "$operator_ns" --timeout 30s > /dev/null 2>&1 &&
+				echo "helm uninstall $release: done"
+		fi
 		if [ "$cluster" = kind ]; then
 			"$root/e2e/kind/down.sh"
 		else
@@ -85,6 +94,19 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 k() { "$kubectl" "$@"; }
+# On a failure, before the cluster goes: the pods and the last lines each
+# logged, the operator's included.
+what_went_wrong() {
+	local pod
+	echo
+	echo "== The demo failed; what the cluster shows"
+	k get mwj,pods -A 2> /dev/null
+	for pod in $(k get pods -A -o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name}{" "}{end}' 2> /dev/null); do
+		echo "-- kubectl logs $pod (the last lines)"
+		k logs -n "${pod%%/*}" "${pod#*/}" --tail 15 2> /dev/null
+	done
+	[ "$cluster" = kind ] || echo "(MWJ_DEMO_KEEP=1 keeps $state, every pod's logs included)"
+}
 step() { printf '\n== %s  [%ds]\n' "$*" "$((SECONDS - started))"; }
 say() { printf '%s\n' "$*" | fold -s -w 78; }
 # show CMD...: prints the command as a user would type it, then runs it.
@@ -159,22 +181,28 @@ events() {
 # --- 1. A cluster ---
 if [ "$cluster" = kind ]; then
 	step "1/6  A kind cluster (e2e/kind/up.sh builds the images and loads them into it)"
+	# A cluster of the demo's own, which the end deletes: never one that
+	# was there before.
+	export MWJ_KIND_CLUSTER=${MWJ_KIND_CLUSTER:-mwj-demo} MWJ_KIND_KUBECONFIG=$KUBECONFIG
+	if kind get clusters 2> /dev/null | grep -qx "$MWJ_KIND_CLUSTER"; then
+		echo "demo: a kind cluster named $MWJ_KIND_CLUSTER exists; delete it, or name another with MWJ_KIND_CLUSTER" >&2
+		exit 1
+	fi
 	up=1
-	# A cluster of the demo's own, not the e2e scenarios'.
-	export MWJ_KIND_CLUSTER=${MWJ_KIND_CLUSTER:-mwj-demo} MWJ_KIND_KUBECONFIG=$state/kubeconfig
-	KUBECONFIG=$("$root/e2e/kind/up.sh")
-	export KUBECONFIG
+	"$root/e2e/kind/up.sh" > /dev/null
 else
 	step "1/6  The local test cluster (e2e/cluster: an API server, and a node that runs pods as local processes)"
-	say "No Docker or kind here, so mwj's own test cluster stands in for one: real kubectl and helm talk to it, and its pods run build/bin/mwj-operator and build/bin/mwj-worker."
+	say "mwj's own test cluster stands in for a real one (kind is used where kind and Docker are installed): real kubectl and helm talk to it, and its pods run build/bin/mwj-operator and build/bin/mwj-worker."
 	up=1
-	"$root/e2e/cluster/up.sh" "$state" --image "mwj-operator=$root/build/bin/mwj-operator"
-	export KUBECONFIG=$state/kubeconfig
+	"$root/e2e/cluster/up.sh" "$state" --image "mwj-operator=$root/build/bin/mwj-operator" > /dev/null
 fi
+printf 'The API server: %s. To look around with kubectl in another terminal:\n    export KUBECONFIG=%s\n' \
+	"$(k config view --minify -o jsonpath='{.clusters[0].cluster.server}')" "$KUBECONFIG"
 show k get nodes
 
 # --- 2. The operator ---
 step "2/6  Install the operator with its Helm chart"
+installed=1
 show "$helm" install "$release" charts/mwj-operator -n "$operator_ns" --create-namespace --wait --timeout 180s |
 	grep -E '^(\$ |NAME:|STATUS:|NAMESPACE:)'
 show k -n "$operator_ns" get pods
@@ -213,6 +241,8 @@ report
 
 # --- 4. Preemption ---
 step "4/6  Halfway: worker 1 is preempted"
+worker_running() { [ "$(jp "pod/$job-worker-1" '{.status.phase}')" = Running ]; }
+wait_for 120 "worker 1 to run" worker_running
 old_uid=$(jp "pod/$job-worker-1" '{.metadata.uid}')
 if [ "$cluster" = kind ]; then
 	show k delete pod "$job-worker-1" --wait=false

@@ -26,14 +26,14 @@ check() { # check NAME COMMAND...: the command must succeed
 	fi
 }
 demo() { MWJ_DEMO_CLUSTER=local MWJ_DEMO_STEPS=${MWJ_DEMO_STEPS:-200} "$root/scripts/demo.sh"; }
-has() { grep -Eq -- "$2" "$1" || { echo "no line matching '$2' in $1:"; tail -n 40 "$1"; return 1; }; }
+has() { grep -Eq -- "$2" "$1" || { echo "no line matching '$2' in its output"; return 1; }; }
 # left LOG: the processes the demo of LOG started that still run, by its
 # state folder on their command line (API server, nginx) or its API
 # server's port in their environment (every pod: workers, the operator).
 left() {
 	local state port p found=0
-	state=$(sed -n 's#.*export KUBECONFIG=\(/tmp/mwj-demo-[A-Za-z0-9]*\)/kubeconfig.*#\1#p' "$1" | head -n 1)
-	port=$(sed -n 's#^up: API server on https://127.0.0.1:\([0-9]*\);.*#\1#p' "$1" | head -n 1)
+	state=$(sed -n 's#^ *export KUBECONFIG=\(/tmp/mwj-demo-[A-Za-z0-9]*\)/kubeconfig$#\1#p' "$1" | head -n 1)
+	port=$(sed -n 's#^The API server: https://127.0.0.1:\([0-9]*\)\. .*#\1#p' "$1" | head -n 1)
 	if [ -z "$state" ] || [ -z "$port" ]; then
 		echo "no cluster in the output of the demo"
 		return 1
@@ -52,7 +52,8 @@ left() {
 # --- The whole demo ---
 demo > "$out/full.log" 2>&1
 rc=$?
-check "make demo runs to the end (exit 0)" test "$rc" = 0
+ran() { [ "$rc" = 0 ] || { echo "exit $rc; its last lines:"; tail -n 60 "$out/full.log"; return 1; }; }
+check "make demo runs to the end (exit 0)" ran
 check "it shows the job Succeeded with one restart" \
 	has "$out/full.log" '^mnist-demo +2 +Succeeded +[0-9]+ +1 '
 check "it shows one preemption and no failure in the status" \
