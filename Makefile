@@ -233,7 +233,7 @@ soak: $(WORKER_BIN) $(OPERATOR_BIN)
 # test cluster otherwise), the operator from its chart, a 2-worker job
 # preempted halfway, and the model's test accuracy; scripts/demo.sh says how.
 demo: $(WORKER_BIN) $(OPERATOR_BIN)
-	scripts/demo.sh
+	MWJ_WORKER_BIN=$(abspath $(WORKER_BIN)) MWJ_OPERATOR_BIN=$(abspath $(BIN)/mwj-operator) scripts/demo.sh
 
 # The images: mwj-operator:$(VERSION) and mwj-worker:$(VERSION), each also
 # tagged latest (the examples' image), from the Dockerfile's targets. VERSION

@@ -17,6 +17,8 @@
 #   MWJ_DEMO_STEPS=N              steps per epoch (default: the manifest's
 #                                 1000; tests use fewer)
 #   MWJ_DEMO_KEEP=1               keep the local cluster's state folder
+#   MWJ_OPERATOR_BIN, MWJ_WORKER_BIN   the binaries the local cluster's
+#                                 pods run (default: build/bin's)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -44,6 +46,20 @@ steps=${MWJ_DEMO_STEPS:-}
 	echo "demo: MWJ_DEMO_STEPS must be a number of steps from 1" >&2
 	exit 1
 }
+if [ "$cluster" = local ] && [ "$(id -u)" != 0 ]; then
+	echo "demo: the local test cluster runs its pods in mount namespaces, which needs root:" \
+		"run sudo make demo (or install kind and Docker, and it uses kind)" >&2
+	exit 1
+fi
+# The local cluster's pods run these (make test passes its own build's).
+operator_bin=${MWJ_OPERATOR_BIN:-$root/build/bin/mwj-operator}
+worker_bin=${MWJ_WORKER_BIN:-$root/build/bin/mwj-worker}
+if [ "$cluster" = local ]; then
+	for bin in "$operator_bin" "$worker_bin"; do
+		[ -x "$bin" ] || { echo "demo: no $bin: build it with make (make demo does)" >&2; exit 1; }
+	done
+	export MWJ_WORKER_BIN=$worker_bin
+fi
 for tool in "$kubectl" "$helm"; do
 	command -v "$tool" > /dev/null || {
 		echo "demo: no $tool on PATH: run scripts/install-deps.sh" >&2
@@ -194,7 +210,7 @@ else
 	step "1/6  The local test cluster (e2e/cluster: an API server, and a node that runs pods as local processes)"
 	say "mwj's own test cluster stands in for a real one (kind is used where kind and Docker are installed): real kubectl and helm talk to it, and its pods run build/bin/mwj-operator and build/bin/mwj-worker."
 	up=1
-	"$root/e2e/cluster/up.sh" "$state" --image "mwj-operator=$root/build/bin/mwj-operator" > /dev/null
+	"$root/e2e/cluster/up.sh" "$state" --image "mwj-operator=$operator_bin" > /dev/null
 fi
 printf 'The API server: %s. To look around with kubectl in another terminal:\n    export KUBECONFIG=%s\n' \
 	"$(k config view --minify -o jsonpath='{.clusters[0].cluster.server}')" "$KUBECONFIG"
