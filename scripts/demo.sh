@@ -204,8 +204,12 @@ if [ "$cluster" = kind ]; then
 		echo "demo: a kind cluster named $MWJ_KIND_CLUSTER exists; delete it, or name another with MWJ_KIND_CLUSTER" >&2
 		exit 1
 	fi
+	say "It builds the images with Docker and creates a three-node cluster: several minutes the first time."
 	up=1
-	"$root/e2e/kind/up.sh" > /dev/null
+	if ! "$root/e2e/kind/up.sh" > /dev/null 2> "$state/kind-up.log"; then
+		tail -n 30 "$state/kind-up.log" >&2
+		exit 1
+	fi
 else
 	step "1/6  The local test cluster (e2e/cluster: an API server, and a node that runs pods as local processes)"
 	say "mwj's own test cluster stands in for a real one (kind is used where kind and Docker are installed): real kubectl and helm talk to it, and its pods run build/bin/mwj-operator and build/bin/mwj-worker."
