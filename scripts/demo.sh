@@ -41,6 +41,10 @@ local | kind) cluster=$MWJ_DEMO_CLUSTER ;;
 	;;
 *) echo "demo: MWJ_DEMO_CLUSTER must be local or kind" >&2; exit 1 ;;
 esac
+if [ "$cluster" = kind ] && [ ! -x "$root/e2e/kind/up.sh" ]; then
+	echo "demo: no e2e/kind/up.sh in this tree to make a kind cluster with" >&2
+	exit 1
+fi
 steps=${MWJ_DEMO_STEPS:-}
 [[ -z $steps || $steps =~ ^[1-9][0-9]{0,5}$ ]] || {
 	echo "demo: MWJ_DEMO_STEPS must be a number of steps from 1" >&2
