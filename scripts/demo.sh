@@ -141,11 +141,11 @@ jp() { k get "$1" -o jsonpath="$2" 2> /dev/null; }
 phase() { jp "mwj/$job" '{.status.phase}'; }
 # wait_for SECONDS WHAT CMD...: polls CMD until it succeeds.
 wait_for() {
-	local end=$((SECONDS + $1)) what=$2
+	local limit=$1 what=$2 end=$((SECONDS + $1))
 	shift 2
 	until "$@"; do
 		if [ "$SECONDS" -ge "$end" ]; then
-			echo "demo: timed out after $1 s waiting for $what" >&2
+			echo "demo: timed out after $limit s waiting for $what" >&2
 			return 1
 		fi
 		sleep 1
@@ -254,8 +254,11 @@ manifest=examples/demo.yaml
 cmp -s "$state/demo.yaml" "$manifest" || manifest=$state/demo.yaml
 say "Two workers train the tutorial CNN on Fashion-MNIST, each on its own half of every batch, their gradients summed by a ring all-reduce every step; the chief (worker 0) writes a backup to the shared claim every 100 steps."
 show k apply -f "$manifest"
-wait_for 120 "both workers to run" bash -c \
-	"[ \"\$('$kubectl' get pods -l training.mwj.io/job-name=$job -o jsonpath='{.items[*].status.phase}' 2> /dev/null)\" = 'Running Running' ]"
+both_running() {
+	[ "$(k get pods -l "training.mwj.io/job-name=$job" -o jsonpath='{.items[*].status.phase}' 2> /dev/null)" = \
+		"Running Running" ]
+}
+wait_for 120 "both workers to run" both_running
 show k get mwj
 pods
 echo
