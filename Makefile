@@ -6,7 +6,8 @@
 #   make bench      throughput figures as JSON lines
 #   make soak       the operator under random faults for a few minutes, and
 #                   its e2e run again under LeakSanitizer (SEED=N replays)
-#   make demo       a short training run on Fashion-MNIST
+#   make demo       the whole system in a few minutes: a cluster, the operator,
+#                   a 2-worker job, a preemption and its recovery
 #   make images     the operator and worker images (Dockerfile), with docker
 #                   or podman; images-check runs them as a cluster would
 #   make fuzz       fuzz every parser of untrusted input with libFuzzer (clang)
@@ -206,11 +207,12 @@ $(BIN)/mpi_allreduce: bench/mpi_allreduce.c
 # Tests find the real data and the built binary through the environment.
 MWJ_TEST_DATA ?= /usr/share/datasets/fashion-mnist
 # The local test cluster's own tests (Python, no build step), real kubectl
-# against it, the Helm chart rendered and checked (chart.sh), and the
-# end-to-end scenarios that e2e/kind runs on kind (e2e_local.sh).
+# against it, the Helm chart rendered and checked (chart.sh), the
+# end-to-end scenarios that e2e/kind runs on kind (e2e_local.sh), and make
+# demo with short epochs (demo.sh).
 E2E_UNIT := e2e/cluster/run_tests.py e2e/tests/kubectl_api.sh e2e/tests/kubectl_node.sh \
 	e2e/tests/operator.sh e2e/tests/operator_ha.sh e2e/tests/helm_cluster.sh \
-	e2e/tests/chart.sh e2e/tests/e2e_local.sh
+	e2e/tests/chart.sh e2e/tests/e2e_local.sh e2e/tests/demo.sh
 test: $(WORKER_BIN) $(OPERATOR_BIN) $(TESTS) $(FUZZ_REPLAYS)
 	MWJ_WORKER_BIN=$(abspath $(WORKER_BIN)) MWJ_OPERATOR_BIN=$(abspath $(BIN)/mwj-operator) \
 		MWJ_TEST_DATA=$(MWJ_TEST_DATA) \
@@ -228,10 +230,11 @@ soak: $(WORKER_BIN) $(OPERATOR_BIN)
 	MWJ_BIN_DIR=$(abspath $(BIN)) /usr/bin/python3 bench/operator_soak.py \
 		--leak-operator $(abspath $(SOAK_SAN_BUILD)/bin/mwj-operator) $(if $(SEED),--seed $(SEED))
 
-demo: $(WORKER_BIN)
-	$(WORKER_BIN) train --data-dir $(MWJ_TEST_DATA) --epochs 2 --steps-per-epoch 200 --optimizer adam \
-		--validation-steps 20 --model-dir $(BUILD)/demo-model
-	$(WORKER_BIN) evaluate --model-dir $(BUILD)/demo-model --data-dir $(MWJ_TEST_DATA)
+# The whole system: a cluster (kind where kind and docker are, the local
+# test cluster otherwise), the operator from its chart, a 2-worker job
+# preempted halfway, and the model's test accuracy; scripts/demo.sh says how.
+demo: $(WORKER_BIN) $(OPERATOR_BIN)
+	MWJ_WORKER_BIN=$(abspath $(WORKER_BIN)) MWJ_OPERATOR_BIN=$(abspath $(BIN)/mwj-operator) scripts/demo.sh
 
 # The images: mwj-operator:$(VERSION) and mwj-worker:$(VERSION), each also
 # tagged latest (the examples' image), from the Dockerfile's targets. VERSION

@@ -64,6 +64,7 @@ The parts, one file each:
 Standard library only.
 """
 import os
+import random
 import re
 import signal
 import threading
@@ -99,7 +100,10 @@ class Node:
         self.runs = {}      # (ns, name) -> PodRun
         self.ran = set()    # uids of every pod started here
         self.ips = set()
-        self.next_ip = 1
+        # From a random address: two clusters on one machine (a demo beside
+        # a test run) would otherwise both give their first pod 127.0.0.2,
+        # and the second pod to listen on a port there fails to bind.
+        self.next_ip = random.SystemRandom().randrange(1, 254 * 256 - 1)
         self.dns_dirty = threading.Event()
         self.dns_lock = threading.Lock()
         self.dns_records = []  # what cluster DNS last answered (node_dns.py)

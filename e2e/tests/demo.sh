@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# make demo, the README's first command, on the local test cluster: it runs
+# to the end and shows what it promises (the job Succeeded, the survivor's
+# resynchronized line, one restart counted as a preemption, the saved
+# model's test accuracy), and leaves nothing behind; interrupted mid-training
+# as Ctrl-C does, it leaves nothing behind either. Short epochs
+# (MWJ_DEMO_STEPS) keep it to a couple of minutes. Ends with
+# "N passed, N failed".
+set -u
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=$(mktemp -d /tmp/mwj-demo-test-XXXXXX)
+trap 'rm -rf "$out"' EXIT
+passed=0
+failed=0
+
+check() { # check NAME COMMAND...: the command must succeed
+	local name=$1 msg
+	shift
+	if msg=$("$@" 2>&1); then
+		passed=$((passed + 1))
+		echo "ok   $name"
+	else
+		failed=$((failed + 1))
+		echo "FAIL $name"
+		printf '%s\n' "$msg" | sed 's/^/     /'
+	fi
+}
+demo() { MWJ_DEMO_CLUSTER=local MWJ_DEMO_STEPS=${MWJ_DEMO_STEPS:-200} "$root/scripts/demo.sh"; }
+has() { grep -Eq -- "$2" "$1" || { echo "no line matching '$2' in its output"; return 1; }; }
+# left LOG: the processes the demo of LOG started that still run, by its
+# state folder on their command line (API server, nginx) or its API
+# server's port in their environment (every pod: workers, the operator).
+left() {
+	local state port p found=0
+	state=$(sed -n 's#^ *export KUBECONFIG=\(/tmp/mwj-demo-[A-Za-z0-9]*\)/kubeconfig$#\1#p' "$1" | head -n 1)
+	port=$(sed -n 's#^The API server: https://127.0.0.1:\([0-9]*\)\. .*#\1#p' "$1" | head -n 1)
+	if [ -z "$state" ] || [ -z "$port" ]; then
+		echo "no cluster in the output of the demo"
+		return 1
+	fi
+	for p in /proc/[0-9]*; do
+		if tr '\0' ' ' 2> /dev/null < "$p/cmdline" | grep -qF "$state/" ||
+			tr '\0' '\n' 2> /dev/null < "$p/environ" | grep -qx "KUBERNETES_SERVICE_PORT=$port"; then
+			echo "left running: ${p#/proc/} $(tr '\0' ' ' 2> /dev/null < "$p/cmdline")"
+			found=1
+		fi
+	done
+	[ -d "$state" ] && { echo "left: $state"; found=1; }
+	[ "$found" = 0 ]
+}
+
+# --- The whole demo ---
+demo > "$out/full.log" 2>&1
+rc=$?
+ran() { [ "$rc" = 0 ] || { echo "exit $rc; its last lines:"; tail -n 60 "$out/full.log"; return 1; }; }
+check "make demo runs to the end (exit 0)" ran
+check "it shows the job Succeeded with one restart" \
+	has "$out/full.log" '^mnist-demo +2 +Succeeded +[0-9]+ +1 '
+check "it shows one preemption and no failure in the status" \
+	has "$out/full.log" '"failures":0,"preemptions":1,"total":1'
+check "it shows the WorkerPreempted event" has "$out/full.log" 'WorkerPreempted +worker 1'
+check "it shows the survivor's resynchronized line" \
+	has "$out/full.log" 'warn +resynchronized in [0-9.]+ s: going on from step'
+accurate() { # the evaluation line, and an accuracy the model reaches in a few hundred steps
+	has "$out/full.log" '^157/157 .* - accuracy: 0\.[0-9]+$' &&
+		awk '/^157\/157 / { a = $NF } END { exit !(a >= 0.7) }' "$out/full.log"
+}
+check "it shows the saved model's test accuracy (at least 0.7)" accurate
+check "it cleans up: no process of its cluster left, no state folder" left "$out/full.log"
+
+# --- Interrupted mid-training, as Ctrl-C interrupts it ---
+# timeout runs it in a process group of its own, as a terminal would, and
+# sends SIGINT to the whole group, as Ctrl-C does.
+MWJ_DEMO_CLUSTER=local MWJ_DEMO_STEPS=${MWJ_DEMO_STEPS:-200} timeout -s INT 600 "$root/scripts/demo.sh" \
+	> "$out/int.log" 2>&1 &
+tpid=$!
+for _ in $(seq 300); do
+	grep -q '^\[ *[0-9]*s\] worker 0: Epoch' "$out/int.log" && break
+	kill -0 "$tpid" 2> /dev/null || break
+	sleep 1
+done
+training() { has "$out/int.log" '^\[ *[0-9]*s\] worker 0: Epoch'; }
+check "interrupted: it was training" training
+kill -INT "$tpid" 2> /dev/null
+wait "$tpid"
+rc=$?
+check "interrupted: it exits with 130 (SIGINT), after cleaning up" test "$rc" = 130
+check "interrupted: it says it cleans up" has "$out/int.log" '^down: stopped'
+check "interrupted: no process of its cluster left, no state folder" left "$out/int.log"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
