@@ -53,39 +53,15 @@ steps=${MWJ_E2E_STEPS:-300}
 timeout=${MWJ_E2E_TIMEOUT:-300}
 artifacts=${MWJ_E2E_ARTIFACTS:-}
 chart=$root/charts/mwj-operator
-passed=0
-failed=0
-
-check() { # check NAME COMMAND...: the command must succeed
-	local name=$1 out
-	shift
-	if out=$("$@" 2>&1); then
-		passed=$((passed + 1))
-		echo "ok   $name"
-	else
-		failed=$((failed + 1))
-		echo "FAIL $name"
-		printf '%s\n' "$out" | sed 's/^/     /'
-		[ -z "$artifacts" ] ||
-			"$root/e2e/collect-logs.sh" "$artifacts/$((passed + failed))-failed" "$ns" "$op_ns" > /dev/null 2>&1
-	fi
+. "$root/e2e/checks.sh"
+on_check_failed() { # saves the cluster's side of a failed check
+	[ -z "$artifacts" ] ||
+		"$root/e2e/collect-logs.sh" "$artifacts/$((passed + failed))-failed" "$ns" "$op_ns" > /dev/null 2>&1
 }
 fails() { ! "$@"; }
-until_true() { # until_true SECONDS WHAT CMD...: CMD succeeds within SECONDS
-	local end=$((SECONDS + $1)) what=$2
-	shift 2
-	until "$@"; do
-		[ "$SECONDS" -lt "$end" ] || { echo "timed out waiting for $what"; return 1; }
-		sleep 0.2
-	done
-}
 k() { "$kubectl" "$@"; }
 kn() { "$kubectl" -n "$ns" "$@"; }
 jp() { kn get "$1" -o jsonpath="$2" 2> /dev/null; }
-finish() {
-	echo "$passed passed, $failed failed"
-	[ "$failed" -eq 0 ]
-}
 
 for tool in "$kubectl" "$helm"; do
 	command -v "$tool" > /dev/null || { echo "scenarios: no $tool on PATH"; echo "0 passed, 1 failed"; exit 1; }

@@ -10,21 +10,7 @@ set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=$(mktemp -d /tmp/mwj-demo-test-XXXXXX)
 trap 'rm -rf "$out"' EXIT
-passed=0
-failed=0
-
-check() { # check NAME COMMAND...: the command must succeed
-	local name=$1 msg
-	shift
-	if msg=$("$@" 2>&1); then
-		passed=$((passed + 1))
-		echo "ok   $name"
-	else
-		failed=$((failed + 1))
-		echo "FAIL $name"
-		printf '%s\n' "$msg" | sed 's/^/     /'
-	fi
-}
+. "$root/e2e/checks.sh"
 demo() { MWJ_DEMO_CLUSTER=local MWJ_DEMO_STEPS=${MWJ_DEMO_STEPS:-200} "$root/scripts/demo.sh"; }
 has() { grep -Eq -- "$2" "$1" || { echo "no line matching '$2' in its output"; return 1; }; }
 # left LOG: the processes the demo of LOG started that still run, by its
@@ -88,5 +74,4 @@ check "interrupted: it exits with 130 (SIGINT), after cleaning up" test "$rc" = 
 check "interrupted: it says it cleans up" has "$out/int.log" '^down: stopped'
 check "interrupted: no process of its cluster left, no state folder" left "$out/int.log"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -7,22 +7,8 @@ state=$(mktemp -d /tmp/mwj-e2e-XXXXXX)
 # goes. MWJ_E2E_KEEP=1 keeps the state folder (logs) for a look afterwards.
 trap 'declare -F at_exit > /dev/null && at_exit; "$root/e2e/cluster/down.sh" "$state" > /dev/null
 	[ "${MWJ_E2E_KEEP:-0}" = 1 ] && echo "kept $state" || rm -rf "$state"' EXIT
-passed=0
-failed=0
+. "$root/e2e/checks.sh"
 kubectl=${KUBECTL:-kubectl}
-
-check() { # check NAME COMMAND...: the command must succeed
-	local name=$1 out
-	shift
-	if out=$("$@" 2>&1); then
-		passed=$((passed + 1))
-		echo "ok   $name"
-	else
-		failed=$((failed + 1))
-		echo "FAIL $name"
-		printf '%s\n' "$out" | sed 's/^/     /'
-	fi
-}
 
 cluster_up() { # starts the cluster and points kubectl at it, or gives up
 	if ! command -v "$kubectl" > /dev/null; then
@@ -39,18 +25,4 @@ cluster_up() { # starts the cluster and points kubectl at it, or gives up
 
 k() { "$kubectl" "$@"; }
 
-until_true() { # until_true SECONDS WHAT CMD...: CMD succeeds within SECONDS
-	local end=$((SECONDS + $1)) what=$2
-	shift 2
-	until "$@"; do
-		[ "$SECONDS" -lt "$end" ] || { echo "timed out waiting for $what"; return 1; }
-		sleep 0.1
-	done
-}
-
 fault() { "$root/e2e/cluster/fault.sh" -d "$state" "$@"; }
-
-finish() {
-	echo "$passed passed, $failed failed"
-	[ "$failed" -eq 0 ]
-}

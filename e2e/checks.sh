@@ -1,0 +1,36 @@
+# The checks every end-to-end script counts, whatever cluster it runs on:
+#   . e2e/checks.sh; check NAME CMD...; ...; finish
+# check runs CMD and counts it passed or failed (a failure shows CMD's
+# output, and calls on_check_failed, where the script defines it);
+# until_true waits for a condition; finish prints "N passed, N failed"
+# and fails when any check did.
+passed=0
+failed=0
+
+check() { # check NAME COMMAND...: the command must succeed
+	local name=$1 said
+	shift
+	if said=$("$@" 2>&1); then
+		passed=$((passed + 1))
+		echo "ok   $name"
+	else
+		failed=$((failed + 1))
+		echo "FAIL $name"
+		printf '%s\n' "$said" | sed 's/^/     /'
+		! declare -F on_check_failed > /dev/null || on_check_failed
+	fi
+}
+
+until_true() { # until_true SECONDS WHAT CMD...: CMD succeeds within SECONDS
+	local end=$((SECONDS + $1)) what=$2
+	shift 2
+	until "$@"; do
+		[ "$SECONDS" -lt "$end" ] || { echo "timed out waiting for $what"; return 1; }
+		sleep 0.1
+	done
+}
+
+finish() {
+	echo "$passed passed, $failed failed"
+	[ "$failed" -eq 0 ]
+}
