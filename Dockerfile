@@ -25,10 +25,11 @@
 # scripts/setup-podman.sh makes this image locally with debootstrap.
 ARG BASE_IMAGE=debian:bookworm-slim
 # worker-cuda only: an image with the CUDA toolkit, cuBLAS and NCCL to build
-# in, and one with their runtime libraries to run in (Debian or Ubuntu 22.04:
-# the package names below exist in both; 24.04 calls libssl3 libssl3t64).
-ARG CUDA_BASE_IMAGE=nvidia/cuda:12.4.1-devel-ubuntu22.04
-ARG CUDA_RUNTIME_IMAGE=nvidia/cuda:12.4.1-runtime-ubuntu22.04
+# in (nvidia/cuda's devel images have all three), and one with their
+# runtime libraries to run in (its runtime images have cuBLAS and NCCL).
+# CUDA 12 or 13 on Ubuntu 22.04 or 24.04; 13.0 is what mwj is tested with.
+ARG CUDA_BASE_IMAGE=nvidia/cuda:13.0.1-devel-ubuntu24.04
+ARG CUDA_RUNTIME_IMAGE=nvidia/cuda:13.0.1-runtime-ubuntu24.04
 
 # --- builder: both binaries, as `make` builds them ------------------------
 FROM ${BASE_IMAGE} AS builder
@@ -126,13 +127,14 @@ LABEL org.opencontainers.image.title="mwj-worker" \
 	org.opencontainers.image.created="${CREATED}"
 
 # --- worker-cuda -----------------------------------------------------------
-# Built only on request, where the CUDA images exist (`make images-cuda`).
-# Today the GPU code is not written yet (`make CUDA=1` is a later issue), so
-# this builds the CPU worker inside the CUDA image, with the CUDA image's C
-# library: the stage is in place, and when `make CUDA=1` lands, the make
-# line below is the one line that changes.
+# Built only on request, where the CUDA images exist (`make images-cuda`):
+# `make CUDA=1`, the CUDA backend and the NCCL communicator beside the CPU
+# one, so one image trains on GPUs or CPUs (--device auto). A pod gets its
+# GPUs by asking for them: resources.limits["nvidia.com/gpu"] (the NVIDIA
+# device plugin then mounts the driver and sets CUDA_VISIBLE_DEVICES).
 FROM ${CUDA_BASE_IMAGE} AS cuda-builder
 ARG DEBIAN_FRONTEND=noninteractive
+ARG CUDA_ARCHS="80 86 89 90"
 RUN apt-get update \
 	&& apt-get install -y --no-install-recommends \
 		gcc libc6-dev make pkg-config \
@@ -142,14 +144,16 @@ WORKDIR /src
 COPY Makefile ./
 COPY common/ common/
 COPY worker/src/ worker/src/
-RUN make -j"$(nproc)" build/bin/mwj-worker \
-	&& install -D -m 0755 -s build/bin/mwj-worker /out/mwj-worker
+RUN make -j"$(nproc)" CUDA=1 CUDA_ARCHS="${CUDA_ARCHS}" build-cuda/bin/mwj-worker \
+	&& install -D -m 0755 -s build-cuda/bin/mwj-worker /out/mwj-worker
 
 FROM ${CUDA_RUNTIME_IMAGE} AS worker-cuda
 ARG DEBIAN_FRONTEND=noninteractive
+# Ubuntu 24.04 calls libssl3 libssl3t64.
 RUN apt-get update \
+	&& ssl=libssl3t64 && { apt-cache show libssl3t64 >/dev/null 2>&1 || ssl=libssl3; } \
 	&& apt-get install -y --no-install-recommends \
-		libopenblas0-pthread libcjson1 zlib1g libssl3 \
+		libopenblas0-pthread libcjson1 zlib1g "$ssl" \
 	&& rm -rf /var/lib/apt/lists/* /var/log/apt/* /var/log/dpkg.log \
 	&& groupadd --gid 65532 mwj \
 	&& useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \
@@ -171,7 +175,7 @@ ARG VERSION=dev
 ARG REVISION=unknown
 ARG CREATED=
 LABEL org.opencontainers.image.title="mwj-worker-cuda" \
-	org.opencontainers.image.description="mwj trainer on a CUDA base image, with Fashion-MNIST included" \
+	org.opencontainers.image.description="mwj trainer on NVIDIA GPUs (CUDA, cuBLAS, NCCL) or CPUs, with Fashion-MNIST included" \
 	org.opencontainers.image.version="${VERSION}" \
 	org.opencontainers.image.revision="${REVISION}" \
 	org.opencontainers.image.created="${CREATED}"

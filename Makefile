@@ -3,6 +3,10 @@
 #   make            build build/bin/mwj-worker and build/bin/mwj-operator
 #   make test       build and run every unit and CLI test
 #   make test SAN=1 the same with ASan/UBSan, in build-san/
+#   make CUDA=1     mwj-worker with the CUDA backend and NCCL, in build-cuda/
+#                   (CUDA_HOME, default /usr/local/cuda; CUDA_ARCHS); make
+#                   test also builds it and runs its GPU tests wherever
+#                   nvcc is installed (they skip, saying so, without a GPU)
 #   make bench      throughput figures as JSON lines
 #   make soak       the operator under random faults for a few minutes, and
 #                   its e2e run again under LeakSanitizer (SEED=N replays)
@@ -21,13 +25,27 @@ MAKEFLAGS += --no-builtin-rules
 .SUFFIXES:
 
 SAN ?= 0
+CUDA ?= 0
+ifeq ($(SAN)$(CUDA),11)
+$(error CUDA=1 builds without sanitizers: the CUDA runtime and ASan do not share an address space well)
+endif
 ifeq ($(SAN),1)
 BUILD := build-san
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else ifeq ($(CUDA),1)
+BUILD := build-cuda
+SANFLAGS :=
 else
 BUILD := build
 SANFLAGS :=
 endif
+# The CUDA toolkit, with cuBLAS and NCCL: on our machines in /usr/local/cuda.
+# CUDA_ARCHS: the GPUs the kernels are built for (compute capabilities);
+# the last is also kept as PTX, so newer GPUs compile it when loaded.
+CUDA_HOME ?= /usr/local/cuda
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+CUDA_ARCHS ?= 80 86 89 90
+NVCC_FOUND := $(wildcard $(NVCC))
 
 CC ?= cc
 PKGS := openblas libcjson zlib libcrypto
@@ -41,11 +59,11 @@ OPERATOR_PKG_LIBS := $(shell pkg-config --libs $(OPERATOR_PKGS) 2>/dev/null)
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wformat=2 -Wvla
 CFLAGS ?= -O3 -g
-ALL_CFLAGS := -std=c17 -D_GNU_SOURCE -ffp-contract=off -fno-math-errno $(WARN) $(CFLAGS) $(SANFLAGS) $(PKG_CFLAGS) \
-	$(OPERATOR_PKG_CFLAGS) -Icommon -Iworker/src -Ioperator/src -MMD -MP
+ALL_CFLAGS = -std=c17 -D_GNU_SOURCE -ffp-contract=off -fno-math-errno $(WARN) $(CFLAGS) $(SANFLAGS) $(PKG_CFLAGS) \
+	$(OPERATOR_PKG_CFLAGS) $(ALL_CFLAGS_CUDA) -Icommon -Iworker/src -Ioperator/src -MMD -MP
 LDFLAGS ?=
 ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
-LIBS := $(PKG_LIBS) -lm -lpthread
+LIBS = $(PKG_LIBS) $(CUDA_LIBS) -lm -lpthread
 
 OBJ := $(BUILD)/obj
 BIN := $(BUILD)/bin
@@ -53,7 +71,29 @@ BIN := $(BUILD)/bin
 COMMON_SRC := $(wildcard common/*.c)
 WORKER_SRC := $(filter-out worker/src/main.c,$(wildcard worker/src/*.c))
 COMMON_OBJ := $(COMMON_SRC:%.c=$(OBJ)/%.o)
-WORKER_OBJ := $(WORKER_SRC:%.c=$(OBJ)/%.o)
+ifeq ($(CUDA),1)
+# The CUDA backend and the NCCL communicator replace what a CPU-only build
+# says about GPUs (gpu_none.c).
+WORKER_SRC := $(filter-out worker/src/gpu_none.c,$(WORKER_SRC)) $(wildcard worker/src/cuda/*.c)
+WORKER_CU := $(wildcard worker/src/cuda/*.cu)
+ALL_CFLAGS_CUDA := -isystem $(CUDA_HOME)/include
+NVCC_GENCODE := $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+	-gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
+# -fmad=false: the CPU is built with -ffp-contract=off, and the kernels'
+# element-wise arithmetic (cuda/elem.h) must round as the CPU's does.
+NVCCFLAGS := -std=c++17 -O3 -g -lineinfo -fmad=false $(NVCC_GENCODE) -Xcompiler -Wall,-Wextra \
+	-Icommon -Iworker/src
+# cudart statically (no runtime to install beside the driver); cuBLAS and
+# NCCL from the toolkit, found at run time through the rpath, or the image's
+# or LD_LIBRARY_PATH's copies.
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lnccl -lcudart_static \
+	-ldl -lrt -lstdc++
+else
+WORKER_CU :=
+ALL_CFLAGS_CUDA :=
+CUDA_LIBS :=
+endif
+WORKER_OBJ := $(WORKER_SRC:%.c=$(OBJ)/%.o) $(WORKER_CU:%.cu=$(OBJ)/%.o)
 COMMON_LIB := $(OBJ)/libmwjcommon.a
 WORKER_LIB := $(OBJ)/libmwjworker.a
 
@@ -69,7 +109,11 @@ OPERATOR_LIBS := $(OPERATOR_PKG_LIBS) $(PKG_LIBS) -lm -lpthread
 # Helpers the worker tests share: every .c in worker/tests that is not a test.
 WORKER_TEST_UTIL := $(patsubst %.c,$(OBJ)/%.o,$(filter-out worker/tests/test_%.c,$(wildcard worker/tests/*.c)))
 TESTS := $(COMMON_TESTS) $(WORKER_TESTS) $(OPERATOR_TESTS)
+# The GPU tests (worker/tests/cuda), built in a CUDA build only.
+CUDA_TESTS := $(patsubst worker/tests/cuda/%.c,$(BIN)/worker_cuda_%,$(wildcard worker/tests/cuda/test_*.c))
 BENCHES := $(patsubst bench/%.c,$(BIN)/%,$(wildcard bench/bench_*.c))
+# The GPU benchmark, in a CUDA build.
+CUDA_BENCHES := $(patsubst bench/cuda/%.c,$(BIN)/%,$(wildcard bench/cuda/bench_*.c))
 # The OpenMPI baseline, built only where mpicc is installed (install-deps does).
 MPICC := $(shell command -v mpicc 2>/dev/null)
 ifneq ($(MPICC),)
@@ -106,6 +150,10 @@ $(OBJ)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
+$(OBJ)/%.o: %.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
+
 $(COMMON_LIB): $(COMMON_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
@@ -135,6 +183,11 @@ $(BIN)/common_%: $(OBJ)/common/tests/%.o $(COMMON_LIB)
 	$(CC) $(ALL_LDFLAGS) $^ $(LIBS) -lcmocka -o $@
 
 $(BIN)/worker_%: $(OBJ)/worker/tests/%.o $(WORKER_TEST_UTIL) $(WORKER_LIB) $(COMMON_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_LDFLAGS) $^ $(LIBS) -lcmocka -o $@
+
+$(OBJ)/worker/tests/cuda/%.o: ALL_CFLAGS += -Iworker/tests
+$(BIN)/worker_cuda_%: $(OBJ)/worker/tests/cuda/%.o $(WORKER_TEST_UTIL) $(WORKER_LIB) $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) $^ $(LIBS) -lcmocka -o $@
 
@@ -196,6 +249,11 @@ fuzz: $(FUZZ_NAMES:%=$(BUILD)/fuzz/fuzz_%)
 $(BIN)/bench_rendezvous: $(OBJ)/worker/tests/strangers.o
 $(OBJ)/bench/bench_rendezvous.o: ALL_CFLAGS += -Iworker/tests
 
+$(OBJ)/bench/cuda/%.o: ALL_CFLAGS += -Ibench
+$(CUDA_BENCHES): $(BIN)/bench_%: $(OBJ)/bench/cuda/bench_%.o $(WORKER_LIB) $(COMMON_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_LDFLAGS) $^ $(LIBS) -o $@
+
 $(BIN)/bench_%: $(OBJ)/bench/bench_%.o $(WORKER_LIB) $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) $^ $(LIBS) -o $@
@@ -213,13 +271,29 @@ MWJ_TEST_DATA ?= /usr/share/datasets/fashion-mnist
 E2E_UNIT := e2e/cluster/run_tests.py e2e/tests/kubectl_api.sh e2e/tests/kubectl_node.sh \
 	e2e/tests/operator.sh e2e/tests/operator_ha.sh e2e/tests/helm_cluster.sh \
 	e2e/tests/chart.sh e2e/tests/e2e_local.sh e2e/tests/demo.sh
+ifeq ($(CUDA),1)
+# The CUDA build's own: the GPU tests, which skip, saying so, without a GPU.
+test: $(WORKER_BIN) $(CUDA_TESTS)
+	MWJ_CUDA_WORKER_BIN=$(abspath $(WORKER_BIN)) MWJ_TEST_DATA=$(MWJ_TEST_DATA) \
+		scripts/run-tests.sh $(CUDA_TESTS)
+else
+# Wherever nvcc is installed (and not under the sanitizers), the CUDA build
+# is made too, so that it always compiles and links, and its tests run.
+CUDA_BUILD_TESTS := $(if $(and $(NVCC_FOUND),$(filter 0,$(SAN))),$(patsubst \
+	$(BIN)/%,build-cuda/bin/%,$(CUDA_TESTS)))
 test: $(WORKER_BIN) $(OPERATOR_BIN) $(TESTS) $(FUZZ_REPLAYS)
+	$(if $(CUDA_BUILD_TESTS),$(MAKE) CUDA=1 build-cuda/bin/mwj-worker $(CUDA_BUILD_TESTS))
 	MWJ_WORKER_BIN=$(abspath $(WORKER_BIN)) MWJ_OPERATOR_BIN=$(abspath $(BIN)/mwj-operator) \
-		MWJ_TEST_DATA=$(MWJ_TEST_DATA) \
-		scripts/run-tests.sh $(TESTS) $(FUZZ_REPLAYS) $(E2E_UNIT)
+		MWJ_CUDA_WORKER_BIN=$(abspath build-cuda/bin/mwj-worker) MWJ_TEST_DATA=$(MWJ_TEST_DATA) \
+		scripts/run-tests.sh $(TESTS) $(FUZZ_REPLAYS) $(CUDA_BUILD_TESTS) $(E2E_UNIT)
+endif
 
+# With nvcc, the GPU benchmark too (bench/run.sh runs it where a GPU is).
+CUDA_BUILD_BENCHES := $(if $(and $(NVCC_FOUND),$(filter 0,$(SAN) $(CUDA))),build-cuda/bin/bench_gpu)
 bench: $(WORKER_BIN) $(OPERATOR_BIN) $(BENCHES)
-	MWJ_BIN_DIR=$(abspath $(BIN)) MWJ_TEST_DATA=$(MWJ_TEST_DATA) bench/run.sh
+	$(if $(CUDA_BUILD_BENCHES),$(MAKE) CUDA=1 $(CUDA_BUILD_BENCHES))
+	MWJ_BIN_DIR=$(abspath $(BIN)) MWJ_CUDA_BIN_DIR=$(abspath build-cuda/bin) \
+		MWJ_TEST_DATA=$(MWJ_TEST_DATA) bench/run.sh
 
 # The soak's leak part runs the operator built with ASan (LeakSanitizer
 # included) in a build folder of its own, made by a make of its own: this
@@ -273,7 +347,8 @@ images-check: images
 images-cuda:
 	$(IMAGE_BUILD) $(if $(CUDA_BASE_IMAGE),--build-arg CUDA_BASE_IMAGE=$(CUDA_BASE_IMAGE)) \
 		$(if $(CUDA_RUNTIME_IMAGE),--build-arg CUDA_RUNTIME_IMAGE=$(CUDA_RUNTIME_IMAGE)) \
-		--target worker-cuda -t $(IMAGE_PREFIX)mwj-worker-cuda:$(VERSION) .
+		--target worker-cuda -t $(IMAGE_PREFIX)mwj-worker-cuda:$(VERSION) \
+		-t $(IMAGE_PREFIX)mwj-worker-cuda:latest .
 
 C_FILES := $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 # The MPI baseline needs mpi.h: checked with mpicc's flags, where it is installed.
@@ -294,6 +369,6 @@ charts/mwj-operator/crds/%.yaml: crds/%.yaml
 	cp $< $@
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-cuda
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -86,7 +86,8 @@ static int rank_main(int world, int rank, int lfd, const int *ports, double min_
 	if (tf_config_loopback(&tc, ports, world, rank, err) < 0)
 		die("%s", err);
 	struct hello me = {
-	    HANDSHAKE_PROTOCOL, (uint32_t)world, (uint32_t)rank, 1, 2, 3, 64, 0, 1, 0, 0.001, 0.0};
+	    HANDSHAKE_PROTOCOL,   (uint32_t)world, (uint32_t)rank, 1, 2, 3, 64, 0, 1, 0, 0.001, 0.0,
+	    HELLO_COLLECTIVE_HOST};
 	if (rendezvous_join(lfd, &tc, &me, NULL, net_now_ms() + 30000, &next, &prev, err) < 0)
 		die("rank %d: %s", rank, err);
 	ring_init(&r, world, rank, next, prev, "next", "prev", 60000);

@@ -36,7 +36,8 @@
 #define LATE_MS    100
 #define HANDSHAKES 20000
 
-static const struct hello BASE = {HANDSHAKE_PROTOCOL, 2, 0, 1, 2, 3, 64, 0, 1, 0, 0.001, 0.0};
+static const struct hello BASE = {HANDSHAKE_PROTOCOL,   2, 0, 1, 2, 3, 64, 0, 1, 0, 0.001, 0.0,
+                                  HELLO_COLLECTIVE_HOST};
 
 struct side {
 	struct tf_config tc;

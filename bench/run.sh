@@ -19,6 +19,10 @@
 #      local test cluster: time to 400 pods, CPU and API requests against
 #      the cluster's, RSS and idle CPU, preemption to replacement, and a
 #      restart's resync.
+#   0. where a GPU is visible and the CUDA build has been made (make bench
+#      makes it wherever nvcc is): bench_gpu, mwj-worker on the GPU, both
+#      models at batch 64 and 1024, compute and all-reduce, NCCL's
+#      bandwidth; and torch_gpu.py, PyTorch eager on the same GPU.
 # BENCH_REPS (default 3) sets how often each comparison configuration runs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -29,6 +33,13 @@ if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
 	have_torch=1
 fi
 
+cuda_bin=${MWJ_CUDA_BIN_DIR:-$here/../build-cuda/bin}
+if [ -x "$cuda_bin/bench_gpu" ] && nvidia-smi -L > /dev/null 2>&1; then
+	"$cuda_bin/bench_gpu" --steps 300
+	python3 "$here/torch_gpu.py" --data-dir "${MWJ_TEST_DATA:-/usr/share/datasets/fashion-mnist}"
+else
+	echo '{"bench":"gpu","skipped":"no GPU visible, or no CUDA build (make CUDA=1)"}'
+fi
 "$bin/bench_train" --steps 300
 if [ "$have_torch" = 1 ]; then
 	MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/compare_torch.py" --reps "$reps"

@@ -117,7 +117,7 @@ check "injected 429s are ridden out by kubectl's retries" throttled
 deleted() {
 	k delete -f "$root/examples/all-fields.yaml" > /dev/null &&
 		! k get mwj mnist-all-fields > /dev/null 2>&1 &&
-		[ "$(k get mwj -o name | wc -l)" = 3 ]
+		[ "$(k get mwj -o name | wc -l)" = 4 ]
 }
 check "delete removes the job" deleted
 

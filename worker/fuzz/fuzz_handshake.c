@@ -31,7 +31,8 @@
 #define MODE_MITM        8
 #define MODE_OTHER_MODEL 16
 
-static const struct hello BASE = {HANDSHAKE_PROTOCOL, 2, 0, 11, 22, 42, 64, 0, 3, 0, 0.001, 0.0};
+static const struct hello BASE = {HANDSHAKE_PROTOCOL,   2, 0, 11, 22, 42, 64, 0, 3, 0, 0.001, 0.0,
+                                  HELLO_COLLECTIVE_HOST};
 
 static void init_key(struct job_key *k)
 {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device.h"
 #include "err.h"
 #include "flags.h"
 #include "model.h"
@@ -34,6 +35,9 @@ enum flag_id {
 	F_SAVE_FREQ,
 	F_KEEP_BACKUPS,
 	F_JOB_SECRET_FILE,
+	F_DEVICE,
+	F_COLLECTIVE,
+	F_GPUS,
 	F_HELP,
 };
 
@@ -72,6 +76,14 @@ static const struct flag TRAIN_FLAGS[] = {
     {"job-secret-file", F_JOB_SECRET_FILE, "PATH",
      "the job's ring key, at least 32 bytes, that every peer must prove it holds "
      "(default: $MWJ_JOB_SECRET_FILE, or an unauthenticated ring)"},
+    {"device", F_DEVICE, "cpu|cuda|auto",
+     "where to train; auto: CUDA when this build has it and a GPU is visible (default: auto)"},
+    {"collective", F_COLLECTIVE, "auto|ring|nccl",
+     "how gradients are summed across workers; auto: nccl on CUDA, the TCP ring on the CPU "
+     "(default: auto)"},
+    {"gpus", F_GPUS, "N",
+     "GPUs this worker trains on, one replica each, sharing its batch (default: every "
+     "visible GPU)"},
     {"help", F_HELP, NULL, "print this help and exit"},
 };
 
@@ -293,6 +305,16 @@ static int apply_flag(void *ctx, int flag, const char *arg, char *err)
 		return 0;
 	case F_JOB_SECRET_FILE:
 		return set_path(t->job_secret_file, arg, err);
+	case F_DEVICE:
+		if (device_parse(arg, &t->device) < 0)
+			return err_set(err, "'%s' is not cpu, cuda or auto", arg);
+		return 0;
+	case F_COLLECTIVE:
+		if (collective_parse(arg, &t->collective) < 0)
+			return err_set(err, "'%s' is not auto, ring or nccl", arg);
+		return 0;
+	case F_GPUS:
+		return parse_int(arg, 1, 64, &t->gpus, err);
 	case F_HELP:
 		break;
 	}
@@ -412,6 +434,12 @@ void cli_log_config(const struct cli *c)
 		log_info("config: backup_dir='%s' save_freq=%s keep_backups=%s", t->backup_dir,
 		         freq, t->keep_backups ? "yes" : "no");
 	}
+	if (t->gpus)
+		log_info("config: device=%s collective=%s gpus=%d", device_name(t->device),
+		         collective_name(t->collective), t->gpus);
+	else
+		log_info("config: device=%s collective=%s gpus=all", device_name(t->device),
+		         collective_name(t->collective));
 	if (c->cluster.world > 1)
 		log_info("config: world=%d rank=%d task=%s:%d job='%s' rendezvous_timeout=%ds "
 		         "collective_timeout=%ds job_secret_file='%s'",

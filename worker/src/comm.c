@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "err.h"
+
 static int local_allreduce(struct comm *c, float *base, const struct grad_slice *pieces,
                            int npieces, char *err)
 {
@@ -40,7 +42,8 @@ static void local_release(struct comm *c)
 
 static const struct comm_ops LOCAL_OPS = {
     "local",     local_allreduce, local_allreduce_f64, local_broadcast,
-    local_leave, local_rejoin,    local_release,
+    local_leave, local_rejoin,    local_release,       NULL,
+    NULL,
 };
 
 void comm_init_local(struct comm *c)
@@ -80,6 +83,24 @@ void comm_leave(struct comm *c)
 int comm_rejoin(struct comm *c, int timeout_ms, char *err)
 {
 	return c->ops->rejoin(c, timeout_ms, err);
+}
+
+int comm_has_device(const struct comm *c)
+{
+	return c->ops && c->ops->allreduce_device != NULL;
+}
+
+int comm_allreduce_device(struct comm *c, void *const *bufs, size_t n, enum comm_dtype t,
+                          void *const *streams, char *err)
+{
+	if (!comm_has_device(c))
+		return err_set(err, "the %s communicator has no device collectives", comm_name(c));
+	return c->ops->allreduce_device(c, bufs, n, t, streams, err);
+}
+
+int comm_device_status(struct comm *c, char *err)
+{
+	return c->ops && c->ops->device_status ? c->ops->device_status(c, err) : 0;
 }
 
 const char *comm_name(const struct comm *c)

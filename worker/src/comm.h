@@ -5,7 +5,9 @@
  * Backends:
  *   local  one worker: a sum over one rank is the identity;
  *   ring   TCP ring (ring.h), joined through rendezvous.h, for CPUs;
- *   nccl   (later) the same collectives on GPU buffers.
+ *   nccl   the device collectives on GPU buffers (cuda/comm_nccl.h), over
+ *          every GPU of every worker, set up through a ring or local
+ *          communicator that it keeps for everything on host buffers.
  *
  * Every rank must issue the same collectives in the same order with the same
  * lengths, from one thread at a time. Failures of a networked backend are
@@ -22,6 +24,9 @@
 
 struct comm;
 
+/* Element types of the device collectives. */
+enum comm_dtype { COMM_F32, COMM_F64 };
+
 struct comm_ops {
 	const char *name;
 	int (*allreduce)(struct comm *c, float *base, const struct grad_slice *pieces, int npieces,
@@ -31,6 +36,10 @@ struct comm_ops {
 	void (*leave)(struct comm *c);
 	int (*rejoin)(struct comm *c, int timeout_ms, char *err);
 	void (*release)(struct comm *c);
+	/* Device collectives; NULL in backends without them. */
+	int (*allreduce_device)(struct comm *c, void *const *bufs, size_t n, enum comm_dtype t,
+	                        void *const *streams, char *err);
+	int (*device_status)(struct comm *c, char *err);
 };
 
 struct comm {
@@ -67,7 +76,32 @@ int comm_broadcast(struct comm *c, void *buf, size_t bytes, int root, char *err)
 void comm_leave(struct comm *c);
 int comm_rejoin(struct comm *c, int timeout_ms, char *err);
 
-/* The backend's name: "local" or "ring". */
+/* What comm_rejoin (and a device backend's set-up, comm_init_nccl) may
+ * return beyond 0, -1 (a time-out) and the rendezvous' RENDEZVOUS_REFUSED
+ * and RENDEZVOUS_STOPPED:
+ *   COMM_SETUP_RETRY      the group formed, but the backend's own set-up
+ *                         over it failed (a peer lost meanwhile): meet again;
+ *   COMM_SETUP_PERMANENT  the set-up can never work as configured (two
+ *                         workers on one GPU): exit 1. */
+#define COMM_SETUP_RETRY     (-5)
+#define COMM_SETUP_PERMANENT (-6)
+
+/* Device collectives (nccl only)
+ * comm_has_device: whether the backend sums device buffers.
+ * comm_allreduce_device: enqueues the sum, in place, of the n elements of
+ * type t at bufs[i], the buffer of this worker's replica i on its GPU,
+ * across every replica of every worker, on streams[i] (cudaStream_t), and
+ * returns without waiting. Every replica gets bitwise-identical sums.
+ * comm_device_status: 0 while the collectives enqueued can still complete;
+ * -1 with a message once one has failed (a lost peer): the caller then
+ * leaves the group, which aborts what is in flight.
+ * Both return -1 with a message on failure. */
+int comm_has_device(const struct comm *c);
+int comm_allreduce_device(struct comm *c, void *const *bufs, size_t n, enum comm_dtype t,
+                          void *const *streams, char *err);
+int comm_device_status(struct comm *c, char *err);
+
+/* The backend's name: "local", "ring" or "nccl". */
 const char *comm_name(const struct comm *c);
 
 #endif

@@ -95,8 +95,15 @@ static void ring_comm_release(struct comm *c)
 }
 
 static const struct comm_ops RING_OPS = {
-    "ring",          ring_comm_allreduce, ring_comm_allreduce_f64, ring_comm_broadcast,
-    ring_comm_leave, ring_comm_rejoin,    ring_comm_release,
+    "ring",
+    ring_comm_allreduce,
+    ring_comm_allreduce_f64,
+    ring_comm_broadcast,
+    ring_comm_leave,
+    ring_comm_rejoin,
+    ring_comm_release,
+    NULL,
+    NULL,
 };
 
 int comm_init_ring(struct comm *c, const struct tf_config *tc, const struct hello *me,

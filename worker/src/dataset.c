@@ -107,10 +107,13 @@ void dataset_stream_release(struct dataset_stream *s)
 	s->order = NULL;
 }
 
-void dataset_stream_gather(struct dataset_stream *s, float *x, uint8_t *y, uint64_t pos,
-                           uint32_t count)
+/* Gathers count examples from pos on into x (scaled floats) or px (bytes),
+ * whichever is not NULL, shuffling each pass as it is reached. */
+static void stream_gather(struct dataset_stream *s, float *x, uint8_t *px, uint8_t *y, uint64_t pos,
+                          uint32_t count)
 {
-	uint32_t n = s->ds->n, pixels = s->ds->rows * s->ds->cols;
+	const struct dataset *ds = s->ds;
+	uint32_t n = ds->n, pixels = ds->rows * ds->cols;
 
 	while (count > 0) {
 		uint64_t pass = pos / n;
@@ -121,10 +124,32 @@ void dataset_stream_gather(struct dataset_stream *s, float *x, uint8_t *y, uint6
 			s->pass = pass;
 			s->have_pass = 1;
 		}
-		dataset_gather(x, y, s->ds, s->order, off, take);
-		x += (size_t)take * pixels;
+		if (x) {
+			dataset_gather(x, y, ds, s->order, off, take);
+			x += (size_t)take * pixels;
+		} else {
+			for (uint32_t i = 0; i < take; i++) {
+				uint32_t e = s->order[off + i];
+				memcpy(px + (size_t)i * pixels, ds->images + (size_t)e * pixels,
+				       pixels);
+				y[i] = ds->labels[e];
+			}
+			px += (size_t)take * pixels;
+		}
 		y += take;
 		pos += take;
 		count -= take;
 	}
+}
+
+void dataset_stream_gather(struct dataset_stream *s, float *x, uint8_t *y, uint64_t pos,
+                           uint32_t count)
+{
+	stream_gather(s, x, NULL, y, pos, count);
+}
+
+void dataset_stream_gather_bytes(struct dataset_stream *s, uint8_t *px, uint8_t *y, uint64_t pos,
+                                 uint32_t count)
+{
+	stream_gather(s, NULL, px, y, pos, count);
 }

@@ -13,6 +13,7 @@ int evaluate_run(const struct eval_config *cfg, FILE *out, char *err)
 {
 	struct dataset test = {0};
 	struct model *m = NULL;
+	struct backend *b = NULL;
 	float *x = NULL;
 	uint8_t *y = NULL;
 	struct progress p;
@@ -35,14 +36,16 @@ int evaluate_run(const struct eval_config *cfg, FILE *out, char *err)
 	x = xcalloc((size_t)cfg->batch_size * test.rows * test.cols, sizeof(float));
 	y = xcalloc((size_t)cfg->batch_size, 1);
 	progress_init(&p, out, cfg->json, 0, cfg->batch_size);
+	b = backend_new_cpu(m, NULL, NULL, NULL, cfg->batch_size);
 	long steps = trainer_eval_steps(&test, cfg->batch_size, VALIDATION_ALL);
 	struct metrics sums =
-	    trainer_evaluate(m, &test, cfg->batch_size, VALIDATION_ALL, 0, 1, x, y);
+	    trainer_evaluate(b, &test, cfg->batch_size, VALIDATION_ALL, 0, 1, x, y);
 	progress_evaluate_end(&p, steps, &sums);
 	rc = 0;
 out:
 	free(x);
 	free(y);
+	backend_free(b);
 	model_free(m);
 	dataset_release(&test);
 	parallel_shutdown();

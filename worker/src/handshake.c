@@ -41,6 +41,21 @@ static int keyed(const struct handshake *h)
 	return h->key != NULL && h->key->len > 0;
 }
 
+/* hello.collective for people. */
+static const char *collective_name(uint32_t c)
+{
+	switch (c) {
+	case HELLO_COLLECTIVE_HOST:
+		return "ring (CPU)";
+	case HELLO_COLLECTIVE_NCCL:
+		return "nccl (GPU)";
+	case HELLO_COLLECTIVE_HOST_GPU:
+		return "ring (GPU)";
+	default:
+		return "unknown";
+	}
+}
+
 /* Whether this side sends message m. */
 static int sends(const struct handshake *h, int m)
 {
@@ -64,7 +79,7 @@ static void hello_encode(unsigned char *p, const struct hello *me, uint32_t flag
 	bytes_put_be32(p + 68, me->epochs);
 	bytes_put_be64(p + 72, me->steps_per_epoch);
 	bytes_put_be32(p + 80, flags);
-	bytes_put_be32(p + 84, 0);
+	bytes_put_be32(p + 84, me->collective);
 	memcpy(p + 88, nonce, HANDSHAKE_NONCE_BYTES);
 }
 
@@ -86,6 +101,7 @@ static long hello_decode(struct hello *out, const unsigned char *p)
 	    .optimizer = bytes_get_be32(p + 64),
 	    .epochs = bytes_get_be32(p + 68),
 	    .steps_per_epoch = bytes_get_be64(p + 72),
+	    .collective = bytes_get_be32(p + 84),
 	};
 	return (long)bytes_get_be32(p + 80);
 }
@@ -407,5 +423,11 @@ int handshake_check(const struct hello *mine, const struct hello *theirs, uint32
 		               "worker %u x %llu",
 		               theirs->epochs, (unsigned long long)theirs->steps_per_epoch,
 		               mine->epochs, (unsigned long long)mine->steps_per_epoch);
+	if (theirs->collective != mine->collective)
+		return err_set(why,
+		               "collective differs: peer %s, this worker %s (--device and "
+		               "--collective must resolve alike on every worker)",
+		               collective_name(theirs->collective),
+		               collective_name(mine->collective));
 	return 0;
 }

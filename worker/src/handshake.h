@@ -34,7 +34,7 @@
 #include "err.h"
 #include "job_key.h"
 
-#define HANDSHAKE_PROTOCOL      2
+#define HANDSHAKE_PROTOCOL      3
 #define HANDSHAKE_NONCE_BYTES   32
 #define HANDSHAKE_MAC_BYTES     32
 #define HANDSHAKE_REASON_BYTES  256
@@ -52,7 +52,14 @@ struct hello {
 	uint32_t batch_size, optimizer, epochs;
 	uint64_t steps_per_epoch; /* as given; 0: one pass */
 	double learning_rate, momentum;
+	uint32_t collective; /* how gradients are summed: HELLO_COLLECTIVE_* */
 };
+
+/* hello.collective: every worker of a ring must sum the same way, for the
+ * ring carries a different sequence of collectives for each. */
+#define HELLO_COLLECTIVE_HOST     0 /* over the ring, in the CPU reducer's buckets */
+#define HELLO_COLLECTIVE_NCCL     1 /* NCCL on the GPUs, set up over the ring */
+#define HELLO_COLLECTIVE_HOST_GPU 2 /* over the ring, a GPU's gradient at once */
 
 enum handshake_role { HANDSHAKE_CONNECT, HANDSHAKE_ACCEPT };
 

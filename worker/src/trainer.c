@@ -7,10 +7,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend.h"
 #include "backup.h"
+#include "comm_nccl.h"
 #include "comm_ring.h"
 #include "digest.h"
 #include "err.h"
+#include "gpu.h"
 #include "log.h"
 #include "loss.h"
 #include "model_file.h"
@@ -18,7 +21,6 @@
 #include "parallel.h"
 #include "preempt.h"
 #include "progress.h"
-#include "reducer.h"
 #include "state_sync.h"
 
 long trainer_eval_steps(const struct dataset *ds, long global_batch, long steps)
@@ -28,7 +30,7 @@ long trainer_eval_steps(const struct dataset *ds, long global_batch, long steps)
 	return steps == VALIDATION_ALL || steps > all ? all : steps;
 }
 
-struct metrics trainer_evaluate(struct model *m, const struct dataset *ds, int batch, long steps,
+struct metrics trainer_evaluate(struct backend *b, const struct dataset *ds, int batch, long steps,
                                 int rank, int world, float *x, uint8_t *y)
 {
 	struct metrics sums = {0};
@@ -41,9 +43,7 @@ struct metrics trainer_evaluate(struct model *m, const struct dataset *ds, int b
 		uint32_t count =
 		    ds->n - first < (uint64_t)batch ? (uint32_t)(ds->n - first) : (uint32_t)batch;
 		dataset_gather(x, y, ds, NULL, (uint32_t)first, count);
-		model_forward(m, x, (int)count);
-		struct loss_sums l =
-		    loss_softmax_xent(NULL, model_logits(m), y, (int)count, m->classes, 0.0f);
+		struct loss_sums l = backend_evaluate(b, x, y, (int)count);
 		sums.loss_sum += l.loss;
 		sums.correct += (double)l.correct;
 		sums.count += count;
@@ -62,7 +62,10 @@ struct run {
 	struct optimizer opt;
 	struct dataset_stream stream;
 	struct comm comm;
-	struct reducer *reducer;
+	struct backend *backend; /* for the group as formed now: NULL between */
+	enum device_kind device;
+	enum collective_kind collective;
+	int replicas;                /* GPUs used, 0 on the CPU */
 	struct backup *backup;       /* the chief's, with a backup directory */
 	struct train_position pos;   /* where training stands */
 	struct train_position saved; /* of the last backup started */
@@ -80,7 +83,7 @@ struct run {
 static void run_release(struct run *r)
 {
 	backup_free(r->backup);
-	reducer_free(r->reducer);
+	backend_free(r->backend);
 	comm_release(&r->comm);
 	dataset_release(&r->train);
 	dataset_release(&r->test);
@@ -103,8 +106,9 @@ static int run_setup(struct run *r, const struct train_config *cfg, char *err)
 		               r->train.images_path, r->train.rows, r->train.cols);
 	log_info("loaded %u training examples of %ux%u from '%s'", r->train.n, r->train.rows,
 	         r->train.cols, cfg->data_dir);
+	/* On a GPU the host copy holds the state only, and no activations. */
 	r->model = model_new(cfg->model, (int)r->train.rows, (int)r->train.cols, 1, DATASET_CLASSES,
-	                     cfg->batch_size, err);
+	                     r->device == DEVICE_CUDA ? 1 : cfg->batch_size, err);
 	if (!r->model)
 		return -1;
 	model_init_params(r->model, cfg->seed);
@@ -169,12 +173,43 @@ static int restore(struct run *r, const struct train_config *cfg, char *err)
 	return 0;
 }
 
-/* Applies the optimizer to a slice whose gradients are final. */
-static void update_slice(void *ctx, const struct grad_slice *s)
+/* Resolves --device, --collective and --gpus against the GPUs visible. */
+static int resolve_device(struct run *r, const struct train_config *cfg, char *err)
 {
-	struct run *r = ctx;
+	char why[ERR_LEN] = "";
+	int workers = cfg->cluster ? cfg->cluster->world : 1;
+	int gpus = cfg->device == DEVICE_CPU ? 0 : gpu_count(why, sizeof(why));
 
-	optimizer_apply_slice(&r->opt, r->model->params, r->model->grads, s);
+	if (device_resolve(cfg->device, cfg->collective, cfg->gpus, workers, gpus, why, &r->device,
+	                   &r->collective, &r->replicas, err) < 0)
+		return -1;
+	if (r->device == DEVICE_CPU) {
+		if (cfg->device == DEVICE_AUTO && gpu_built())
+			log_info("device: cpu (%s)", why);
+		return 0;
+	}
+	if (r->replicas > cfg->batch_size)
+		return err_set(err, "--batch-size %d is smaller than the %d GPUs that share it",
+		               cfg->batch_size, r->replicas);
+	for (int i = 0; i < r->replicas; i++) {
+		char line[256];
+		gpu_describe(i, line, sizeof(line));
+		log_info("device: cuda, replica %d on %s", i, line);
+	}
+	return 0;
+}
+
+/* The backend for the group as formed now, holding the current state. */
+static int make_backend(struct run *r, const struct train_config *cfg, char *err)
+{
+	if (r->device == DEVICE_CPU) {
+		r->backend =
+		    backend_new_cpu(r->model, &r->opt, &r->comm, &r->stream, cfg->batch_size);
+		return 0;
+	}
+	r->backend = backend_new_cuda(r->model, &r->opt, &r->comm, &r->stream, cfg->batch_size,
+	                              r->replicas, cfg->collective_timeout * 1000, err);
+	return r->backend ? 0 : -1;
 }
 
 /* Maps the rendezvous' failures to trainer_fit's. */
@@ -182,7 +217,29 @@ static int join_failed(int rc)
 {
 	if (rc == RENDEZVOUS_STOPPED)
 		return TRAIN_PREEMPTED;
-	return rc == RENDEZVOUS_REFUSED ? -1 : TRAIN_RETRYABLE;
+	return rc == RENDEZVOUS_REFUSED || rc == COMM_SETUP_PERMANENT ? -1 : TRAIN_RETRYABLE;
+}
+
+/* Sets NCCL up over the joined ring (or the local communicator). */
+static int connect_nccl(struct run *r, const struct train_config *cfg, char *err)
+{
+	struct comm inner = r->comm;
+	int rc = comm_init_nccl(&r->comm, &inner, r->replicas, cfg->rendezvous_timeout * 1000,
+	                        cfg->collective_timeout * 1000, err);
+
+	if (rc < 0) {
+		r->comm = inner;
+		return rc == COMM_SETUP_PERMANENT ? -1 : TRAIN_RETRYABLE;
+	}
+	return 0;
+}
+
+/* How this worker sums gradients, for the handshake (handshake.h). */
+static uint32_t hello_collective(const struct run *r)
+{
+	if (r->collective == COLLECTIVE_NCCL)
+		return HELLO_COLLECTIVE_NCCL;
+	return r->device == DEVICE_CUDA ? HELLO_COLLECTIVE_HOST_GPU : HELLO_COLLECTIVE_HOST;
 }
 
 /* Joins the other workers, if any. */
@@ -192,17 +249,20 @@ static int run_connect(struct run *r, const struct train_config *cfg, char *err)
 
 	if (!tc || tc->world == 1) {
 		comm_init_local(&r->comm);
-		return 0;
+		return r->collective == COLLECTIVE_NCCL ? connect_nccl(r, cfg, err) : 0;
 	}
 	struct hello me = {HANDSHAKE_PROTOCOL,        (uint32_t)tc->world,
 	                   (uint32_t)tc->rank,        rendezvous_job_hash(cfg->job_name, tc),
 	                   r->model->arch_hash,       cfg->seed,
 	                   (uint32_t)cfg->batch_size, (uint32_t)cfg->optimizer,
 	                   (uint32_t)cfg->epochs,     (uint64_t)cfg->steps_per_epoch,
-	                   cfg->learning_rate,        cfg->momentum};
+	                   cfg->learning_rate,        cfg->momentum,
+	                   hello_collective(r)};
 	int rc = comm_init_ring(&r->comm, tc, &me, cfg->job_key, cfg->rendezvous_timeout * 1000,
 	                        cfg->collective_timeout * 1000, err);
-	return rc < 0 ? join_failed(rc) : 0;
+	if (rc < 0)
+		return join_failed(rc);
+	return r->collective == COLLECTIVE_NCCL ? connect_nccl(r, cfg, err) : 0;
 }
 
 /* Every worker takes the state of the most advanced one (state_sync.h). */
@@ -238,42 +298,28 @@ static void adopt_position(struct run *r, const struct train_config *cfg)
  * *notices is how many workers have a preemption notice. */
 static int train_step(struct run *r, int batch, int *notices, char *err)
 {
-	struct model *m = r->model;
-	uint64_t world = (uint64_t)r->comm.world;
+	uint64_t world = (uint64_t)r->comm.world, global = world * (uint64_t)batch;
 	uint64_t pos = r->pos.examples + (uint64_t)r->comm.rank * (uint64_t)batch;
-
-	dataset_stream_gather(&r->stream, r->x, r->y, pos, (uint32_t)batch);
-	model_forward(m, r->x, batch);
 	/* The loss is the mean over the global batch: summing the workers'
-	 * gradients of scale * their losses gives its gradient. */
-	struct loss_sums l = loss_softmax_xent(m->dlogits, model_logits(m), r->y, batch, m->classes,
-	                                       1.0f / (float)((uint64_t)batch * world));
-	/* The notice travels with the metrics, so every worker sees it after
-	 * the same step. */
-	double step[4] = {l.loss, (double)l.correct, batch, preempt_signal() ? 1.0 : 0.0};
-	/* Alone, each layer is updated inside the backward pass while it is in
-	 * cache; with others, once the summed gradients are all in (reducer.h). */
-	int alone = r->comm.world == 1;
-	if (alone)
-		optimizer_begin_step(&r->opt);
-	reducer_begin(r->reducer, step, 4);
-	model_backward(m, r->x, batch, reducer_grad_ready, r->reducer);
-	if (reducer_finish(r->reducer, err) < 0)
+	 * gradients of scale * their losses gives its gradient. The notice
+	 * travels with the metrics, so every worker sees it after the same
+	 * step. */
+	struct backend_step s = {pos, pos + global, 1.0f / (float)global, preempt_signal() != 0};
+	struct step_sums sums;
+
+	if (backend_step(r->backend, &s, &sums, err) < 0)
 		return TRAIN_LOST;
-	if (!alone)
-		optimizer_step(&r->opt, m->params, m->grads);
-	m->grads_zeroed = 1; /* every slice went through the optimizer */
 	/* Summed across workers, so every worker stops at the same step. */
-	if (!isfinite(step[0]))
-		return err_set(err, "loss is %f at step %llu; lower --learning-rate", step[0],
+	if (!isfinite(sums.loss))
+		return err_set(err, "loss is %f at step %llu; lower --learning-rate", sums.loss,
 		               (unsigned long long)r->pos.global_step + 1);
-	r->pos.sums.loss_sum += step[0];
-	r->pos.sums.correct += step[1];
-	r->pos.sums.count += step[2];
+	r->pos.sums.loss_sum += sums.loss;
+	r->pos.sums.correct += sums.correct;
+	r->pos.sums.count += sums.count;
 	r->pos.step++;
 	r->pos.global_step++;
-	r->pos.examples += world * (uint64_t)batch;
-	*notices = (int)step[3];
+	r->pos.examples += global;
+	*notices = (int)sums.notices;
 	return 0;
 }
 
@@ -287,6 +333,8 @@ static void take_backup(struct run *r, const struct train_config *cfg)
 	    (r->have_saved && r->saved.global_step == r->pos.global_step &&
 	     r->saved.epoch == r->pos.epoch))
 		return;
+	if (r->backend)
+		backend_pull(r->backend);
 	struct checkpoint c = run_checkpoint(r, cfg);
 	backup_start(r->backup, &c);
 	r->saved = r->pos;
@@ -327,7 +375,7 @@ static int on_preemption(struct run *r, const struct train_config *cfg, int noti
 static int validate(struct run *r, const struct train_config *cfg, struct metrics *val, char *err)
 {
 	struct metrics v =
-	    trainer_evaluate(r->model, &r->test, cfg->batch_size, cfg->validation_steps,
+	    trainer_evaluate(r->backend, &r->test, cfg->batch_size, cfg->validation_steps,
 	                     r->comm.rank, r->comm.world, r->x, r->y);
 	double sums[3] = {v.loss_sum, v.correct, v.count};
 
@@ -343,6 +391,7 @@ static int check_weights(struct run *r, char *err)
 {
 	char mine[DIGEST_HEX_LEN], chief[DIGEST_HEX_LEN];
 
+	backend_pull(r->backend);
 	digest_sha256_hex(r->model->params, r->model->nparams * sizeof(float), mine);
 	memcpy(chief, mine, sizeof(chief));
 	if (comm_broadcast(&r->comm, chief, sizeof(chief), 0, err) < 0)
@@ -457,9 +506,11 @@ static int meet_again(struct run *r, const struct train_config *cfg, long long d
 		/* -1 is a time-out, or a system error before one. */
 		if (rc == -1 && ms_left(deadline_ms) == 0)
 			break;
-		if (rc < 0)
+		/* A set-up over the formed ring that failed is met again, as a
+		 * failed state sync is. */
+		if (rc < 0 && rc != COMM_SETUP_RETRY)
 			return join_failed(rc);
-		if (sync_state(r, from, err) == 0)
+		if (rc == 0 && sync_state(r, from, err) == 0)
 			return 0;
 		comm_leave(&r->comm);
 		long long wait = backoff < ms_left(deadline_ms) ? backoff : ms_left(deadline_ms);
@@ -490,8 +541,11 @@ static int resync(struct run *r, const struct train_config *cfg, char *err)
 
 	comm_leave(&r->comm);
 	log_warn("%s; waiting up to %d s for the ring to form again", err, cfg->rendezvous_timeout);
-	reducer_free(r->reducer);
-	r->reducer = NULL;
+	/* The failed step's update was not applied: the backend's state is
+	 * that of r->pos, which the backup and the state sync take up. */
+	backend_pull(r->backend);
+	backend_free(r->backend);
+	r->backend = NULL;
 	if (r->backup) {
 		take_backup(r, cfg);
 		backup_wait(r->backup);
@@ -500,7 +554,8 @@ static int resync(struct run *r, const struct train_config *cfg, char *err)
 	if (rc < 0)
 		return rc;
 	adopt_position(r, cfg);
-	r->reducer = reducer_new(&r->comm, r->model, 0, update_slice, r);
+	if (make_backend(r, cfg, err) < 0)
+		return -1;
 	r->lost_at = t0;
 	log_warn("resynchronized in %.2f s: going on from step %llu (epoch %d, step %ld), the "
 	         "state of rank %d",
@@ -555,7 +610,8 @@ int trainer_fit(const struct train_config *cfg, FILE *out, struct train_result *
 
 	if (parallel_init(cfg->threads, err) < 0)
 		goto out;
-	if (run_setup(&r, cfg, err) < 0 || restore(&r, cfg, err) < 0)
+	if (resolve_device(&r, cfg, err) < 0 || run_setup(&r, cfg, err) < 0 ||
+	    restore(&r, cfg, err) < 0)
 		goto out;
 	rc = run_connect(&r, cfg, err);
 	if (rc < 0)
@@ -575,12 +631,15 @@ int trainer_fit(const struct train_config *cfg, FILE *out, struct train_result *
 	rc = r.comm.world > 1 ? sync_state(&r, &from, err) : 0;
 	if (rc == 0) {
 		adopt_position(&r, cfg);
-		r.reducer = reducer_new(&r.comm, r.model, 0, update_slice, &r);
-		if (r.comm.world > 1)
-			log_info("training as rank %d of %d over the %s communicator: gradients in "
-			         "%d buckets, global batch %ld",
-			         r.comm.rank, r.comm.world, comm_name(&r.comm),
-			         reducer_buckets(r.reducer), global_batch);
+		if (make_backend(&r, cfg, err) < 0) {
+			rc = -1;
+			goto out;
+		}
+		if (r.comm.world > 1 || r.replicas > 1)
+			log_info("training as rank %d of %d on %s over the %s communicator, global "
+			         "batch %ld",
+			         r.comm.rank, r.comm.world, backend_name(r.backend),
+			         comm_name(&r.comm), global_batch);
 		if (r.pos.global_step > 0)
 			log_info(
 			    "going on from step %llu (epoch %d, step %ld), the state of rank %d",

@@ -5,7 +5,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "backend.h"
 #include "dataset.h"
+#include "device.h"
 #include "job_key.h"
 #include "metrics.h"
 #include "model.h"
@@ -53,6 +55,11 @@ struct train_config {
 	char backup_dir[TRAIN_PATH_LEN];
 	long save_freq;   /* steps between backups, or SAVE_FREQ_EPOCH */
 	int keep_backups; /* leave them after a successful run */
+	/* Where to compute (device.h): --device, --collective, and --gpus (0:
+	 * every visible GPU). */
+	enum device_kind device;
+	enum collective_kind collective;
+	int gpus;
 };
 
 /* What a finished run reports: the last epoch's training metrics and, if
@@ -82,12 +89,12 @@ struct train_result {
  * TRAIN_PREEMPTED after a preemption notice. */
 int trainer_fit(const struct train_config *cfg, FILE *out, struct train_result *result, char *err);
 
-/* Runs the model over steps global batches of ds in file order
+/* Runs the backend's model over steps global batches of ds in file order
  * (VALIDATION_ALL: the whole split, the last batch partial) and returns this
  * worker's loss and accuracy sums: of each global batch of batch * world
  * examples, rank takes the batch at rank * batch, so the sums of all ranks
  * cover every example once. x and y are scratch for batch examples. */
-struct metrics trainer_evaluate(struct model *m, const struct dataset *ds, int batch, long steps,
+struct metrics trainer_evaluate(struct backend *b, const struct dataset *ds, int batch, long steps,
                                 int rank, int world, float *x, uint8_t *y);
 
 /* Returns the number of global batches of global_batch examples that

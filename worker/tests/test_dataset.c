@@ -215,6 +215,30 @@ static void test_gather_without_an_order_reads_file_order(void **state)
 	assert_int_equal(y[2], 77);
 }
 
+/* The bytes a GPU is sent are the examples, in the order, that the floats
+ * are made of, across the end of a pass too. */
+static void test_stream_gathers_the_same_examples_as_bytes_and_as_floats(void **state)
+{
+	struct tiny t;
+	struct dataset_stream a, b;
+	float x[4 * 6];
+	uint8_t px[4 * 6], ya[4], yb[4];
+
+	(void)state;
+	tiny_init(&t);
+	dataset_stream_init(&a, &t.ds, 9);
+	dataset_stream_init(&b, &t.ds, 9);
+	for (uint64_t pos = 0; pos < 12; pos += 3) {
+		dataset_stream_gather(&a, x, ya, pos, 4);
+		dataset_stream_gather_bytes(&b, px, yb, pos, 4);
+		assert_memory_equal(ya, yb, 4);
+		for (int i = 0; i < 4 * 6; i++)
+			assert_true(x[i] == (float)px[i] / 255.0f);
+	}
+	dataset_stream_release(&a);
+	dataset_stream_release(&b);
+}
+
 static void assert_class_balance(const struct dataset *ds, uint32_t per_class)
 {
 	uint32_t counts[DATASET_CLASSES] = {0};
@@ -383,6 +407,7 @@ int main(void)
 	    cmocka_unit_test(test_gather_scales_every_pixel_value_exactly_like_keras),
 	    cmocka_unit_test(test_gather_picks_the_examples_the_order_names),
 	    cmocka_unit_test(test_gather_without_an_order_reads_file_order),
+	    cmocka_unit_test(test_stream_gathers_the_same_examples_as_bytes_and_as_floats),
 	    cmocka_unit_test(test_load_reads_the_real_fashion_mnist_splits),
 	    TEST(test_load_reads_a_small_split_it_wrote),
 	    TEST(test_load_refuses_image_and_label_counts_that_disagree),

@@ -23,7 +23,8 @@
 #include "job_key.h"
 #include "testutil.h"
 
-static const struct hello BASE = {HANDSHAKE_PROTOCOL, 2, 0, 11, 22, 42, 64, 0, 3, 0, 0.001, 0.0};
+static const struct hello BASE = {HANDSHAKE_PROTOCOL,   2, 0, 11, 22, 42, 64, 0, 3, 0, 0.001, 0.0,
+                                  HELLO_COLLECTIVE_HOST};
 
 /* Two keys that differ only in their last byte, and the text of the first
  * (it is printable), to look for in messages. */

@@ -37,7 +37,8 @@
 #define RING_FORMS_MS 1500
 #define STRANGERS     100 /* idle ones, and as many sending garbage, per port */
 
-static const struct hello BASE = {HANDSHAKE_PROTOCOL, 2, 1, 11, 22, 42, 64, 0, 3, 0, 0.001, 0.0};
+static const struct hello BASE = {HANDSHAKE_PROTOCOL,   2, 1, 11, 22, 42, 64, 0, 3, 0, 0.001, 0.0,
+                                  HELLO_COLLECTIVE_HOST};
 
 struct mismatch {
 	void (*change)(struct hello *h);
@@ -88,6 +89,10 @@ static void other_steps(struct hello *h)
 {
 	h->steps_per_epoch = 100;
 }
+static void other_collective(struct hello *h)
+{
+	h->collective = HELLO_COLLECTIVE_NCCL;
+}
 
 static void test_every_difference_between_peers_is_refused_with_its_reason(void **state)
 {
@@ -103,6 +108,7 @@ static void test_every_difference_between_peers_is_refused_with_its_reason(void 
 	    {other_optimizer, "optimizer settings differ"},
 	    {other_epochs, "--epochs or --steps-per-epoch differ: peer 4 x 0"},
 	    {other_steps, "--epochs or --steps-per-epoch differ: peer 3 x 100"},
+	    {other_collective, "collective differs: peer nccl (GPU), this worker ring (CPU)"},
 	};
 	char why[ERR_LEN];
 

@@ -60,7 +60,8 @@ static void *rank_main(void *arg)
 	                   1,
 	                   0,
 	                   0.001,
-	                   0.0};
+	                   0.0,
+	                   HELLO_COLLECTIVE_HOST};
 	int next, prev;
 
 	c->rc = rendezvous_join(c->lfd, &c->tc, &me, NULL, net_now_ms() + TIMEOUT_MS, &next, &prev,

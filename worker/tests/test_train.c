@@ -152,13 +152,15 @@ static void test_one_epoch_reaches_test_accuracy_above_0_80(void **state)
 	assert_int_equal(dataset_load(&test, testutil_data_dir(), "t10k", err), 0);
 	float *x = calloc(100 * 784, sizeof(float));
 	uint8_t y[100];
-	struct metrics e = trainer_evaluate(m, &test, 100, VALIDATION_ALL, 0, 1, x, y);
+	struct backend *b = backend_new_cpu(m, NULL, NULL, NULL, 100);
+	struct metrics e = trainer_evaluate(b, &test, 100, VALIDATION_ALL, 0, 1, x, y);
 	assert_true(e.count == 10000);
 	assert_true(metrics_accuracy(&e) > 0.80);
 	/* The reloaded model predicts exactly what the trained one did. */
 	assert_true(e.correct == r.val.correct);
 	free(x);
 	dataset_release(&test);
+	backend_free(b);
 	model_free(m);
 }
 

@@ -1,0 +1,503 @@
+/* test_gpu.c - the CUDA backend and the NCCL communicator against the CPU,
+ * on a real GPU (CUDA build only: make CUDA=1 test).
+ *
+ * Every test that needs a GPU first asks for one and, where none is
+ * visible, prints "skipped: no GPU (why)" and is counted as skipped, never
+ * as passed. The last test runs everywhere: --device cuda without a GPU
+ * exits 1 and says why.
+ *
+ * Tolerances. The GPU computes the same arithmetic as the CPU in another
+ * order: cuBLAS's sgemm against OpenBLAS's, the direct first convolution
+ * against im2col. A sum of n float products in two orders differs by about
+ * sqrt(n) * 2^-24 of the sum of the magnitudes; for the widest layer (n =
+ * 21632) that is 1e-5 of the tensor's scale. Layers are compared at
+ * 1e-4 of the largest magnitude of each tensor: ten times that, and four
+ * orders of magnitude below what a wrong index, a missing bias or a
+ * transposed kernel gives. The optimizers are element-wise; the GPU may
+ * fuse a multiply and an add that the CPU (built with -ffp-contract=off)
+ * rounds twice, a relative 2^-23 a step: 1e-6 relative after 3 steps.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <cmocka.h>
+
+#include <cuda_runtime_api.h>
+
+#include "backend.h"
+#include "comm_nccl.h"
+#include "cuda/kernels.h"
+#include "cuda/model_cuda.h"
+#include "err.h"
+#include "gpu.h"
+#include "log.h"
+#include "loss.h"
+#include "model.h"
+#include "optimizer.h"
+#include "rng.h"
+#include "testutil.h"
+#include "trainer.h"
+
+/* Skips the calling test, saying so, unless a GPU is visible. */
+#define NEED_GPUS(n)                                                                               \
+	do {                                                                                       \
+		char why_[ERR_LEN] = "";                                                           \
+		int have_ = gpu_count(why_, sizeof(why_));                                         \
+		if (have_ < (n)) {                                                                 \
+			if (have_ == 0)                                                            \
+				printf("skipped: no GPU (%s)\n", why_);                            \
+			else                                                                       \
+				printf("skipped: needs %d GPUs, %d visible\n", (n), have_);        \
+			skip();                                                                    \
+		}                                                                                  \
+	} while (0)
+
+/* max |a - b| over n, and max |b|. */
+static void compare(const float *gpu, const float *cpu, size_t n, double *diff, double *scale)
+{
+	*diff = 0.0, *scale = 0.0;
+	for (size_t i = 0; i < n; i++) {
+		double d = fabs((double)gpu[i] - cpu[i]), s = fabs((double)cpu[i]);
+		if (!(d <= *diff)) /* NaN too */
+			*diff = d;
+		if (s > *scale)
+			*scale = s;
+	}
+}
+
+static void expect_close(const char *what, const float *gpu, const float *cpu, size_t n, double rel)
+{
+	double diff, scale;
+
+	compare(gpu, cpu, n, &diff, &scale);
+	printf("  %-28s max |gpu - cpu| %.3g of max |cpu| %.3g\n", what, diff, scale);
+	if (!(diff <= rel * scale + 1e-12))
+		fail_msg("%s: the GPU differs from the CPU by %g, over %g x %g", what, diff, rel,
+		         scale);
+}
+
+static float *from_gpu(const float *dev, size_t n)
+{
+	float *h = malloc(n * sizeof(float));
+
+	assert_non_null(h);
+	assert_int_equal(cudaMemcpy(h, dev, n * sizeof(float), cudaMemcpyDeviceToHost),
+	                 cudaSuccess);
+	return h;
+}
+
+/* One forward and backward pass of model name at batch B on the CPU and
+ * on GPU 0, from the same weights and inputs: every layer's output, the
+ * loss, and every parameter's gradient agree. */
+static void expect_layers_match(const char *name, int B)
+{
+	char err[ERR_LEN];
+	struct model *m = model_new(name, 28, 28, 1, 10, B, err);
+	struct cuda_model cm;
+	struct rng r;
+	size_t in_len = 28 * 28, n;
+	float *x = malloc((size_t)B * in_len * sizeof(float)), *dx;
+	uint8_t *y = malloc((size_t)B), *dy;
+	float scale = 1.0f / (float)B;
+
+	assert_non_null(m);
+	n = m->nparams;
+	model_init_params(m, 7);
+	/* biases too, so that a missing bias shows */
+	rng_init(&r, 11, 0);
+	for (int i = 0; i < m->nlayers; i++)
+		for (size_t j = 0; j < m->layers[i].b_len; j++)
+			m->params[m->layers[i].b_off + j] = rng_uniform(&r, -0.1f, 0.1f);
+	for (size_t i = 0; i < (size_t)B * in_len; i++)
+		x[i] = rng_uniform(&r, 0.0f, 1.0f);
+	for (int i = 0; i < B; i++)
+		y[i] = (uint8_t)(rng_next(&r) % 10);
+
+	model_forward(m, x, B);
+	struct loss_sums l = loss_softmax_xent(m->dlogits, model_logits(m), y, B, 10, scale);
+	model_backward(m, x, B, NULL, NULL);
+
+	cuda_model_init(&cm, m, 0, B);
+	assert_int_equal(cudaMalloc((void **)&dx, (size_t)B * in_len * sizeof(float)), cudaSuccess);
+	assert_int_equal(cudaMalloc((void **)&dy, (size_t)B), cudaSuccess);
+	assert_int_equal(
+	    cudaMemcpy(cm.params, m->params, n * sizeof(float), cudaMemcpyHostToDevice),
+	    cudaSuccess);
+	assert_int_equal(
+	    cudaMemcpy(dx, x, (size_t)B * in_len * sizeof(float), cudaMemcpyHostToDevice),
+	    cudaSuccess);
+	assert_int_equal(cudaMemcpy(dy, y, (size_t)B, cudaMemcpyHostToDevice), cudaSuccess);
+	/* A copy from pageable memory may return before it lands, and the
+	 * model's stream does not wait for the default one. */
+	assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+	cuda_model_forward(&cm, dx, B);
+	cuda_model_loss(&cm, dy, B, scale, 1);
+	cuda_model_backward(&cm, dx, B, NULL, NULL);
+	assert_int_equal(cudaStreamSynchronize(cm.stream), cudaSuccess);
+
+	printf("%s at batch %d:\n", name, B);
+	for (int i = 0; i < m->nlayers; i++) {
+		const struct layer *ly = &m->layers[i];
+		char what[64];
+		float *out = from_gpu(cm.layers[i].out, (size_t)B * ly->out_len);
+		snprintf(what, sizeof(what), "layer %d output", i);
+		expect_close(what, out, ly->out, (size_t)B * ly->out_len, 1e-4);
+		free(out);
+		if (!ly->w_len)
+			continue;
+		float *g = from_gpu(cm.grads + ly->w_off, ly->w_len + ly->b_len);
+		snprintf(what, sizeof(what), "layer %d kernel gradient", i);
+		expect_close(what, g, m->grads + ly->w_off, ly->w_len, 1e-4);
+		snprintf(what, sizeof(what), "layer %d bias gradient", i);
+		expect_close(what, g + ly->w_len, m->grads + ly->b_off, ly->b_len, 1e-4);
+		free(g);
+	}
+	double sums[3];
+	assert_int_equal(cudaMemcpy(sums, cm.sums, sizeof(sums), cudaMemcpyDeviceToHost),
+	                 cudaSuccess);
+	printf("  loss sum gpu %.9g cpu %.9g; correct gpu %g cpu %ld\n", sums[0], l.loss, sums[1],
+	       l.correct);
+	assert_true(fabs(sums[0] - l.loss) <= 1e-4 * fabs(l.loss));
+	assert_true(sums[1] == (double)l.correct);
+	assert_true(sums[2] == (double)B);
+
+	cudaFree(dx);
+	cudaFree(dy);
+	cuda_model_release(&cm);
+	model_free(m);
+	free(x);
+	free(y);
+}
+
+static void test_cnn_layers_on_the_gpu_match_the_cpu(void **state)
+{
+	(void)state;
+	NEED_GPUS(1);
+	expect_layers_match("cnn", 64);
+	expect_layers_match("cnn", 13);
+}
+
+static void test_cnn_pool_layers_on_the_gpu_match_the_cpu(void **state)
+{
+	(void)state;
+	NEED_GPUS(1);
+	expect_layers_match("cnn-pool", 64);
+	expect_layers_match("cnn-pool", 7);
+}
+
+/* Three updates of each rule on the GPU and on the CPU from the same
+ * weights, state and gradients, Adam's step size the host's as the backend
+ * copies it. Built with -fmad=false, the kernels round every operation as
+ * the CPU does, and IEEE division and square root are exact on both, so the
+ * weights should be the same bits; the test holds them to 1e-6 of the
+ * largest weight and says whether they were. */
+static void test_optimizers_on_the_gpu_match_the_cpu(void **state)
+{
+	const size_t n = 4099;
+	const char *names[] = {"sgd", "sgd momentum", "adam"};
+	struct rng r;
+
+	(void)state;
+	NEED_GPUS(1);
+	assert_int_equal(cudaSetDevice(0), cudaSuccess);
+	for (int rule = 0; rule < 3; rule++) {
+		struct optimizer o;
+		float *w = malloc(n * sizeof(float)), *g = malloc(n * sizeof(float));
+		float *g0 = malloc(n * sizeof(float)), *dw, *dg, *ds, *dalpha;
+		optimizer_init(&o, rule == 2 ? OPT_ADAM : OPT_SGD, 0.01f, rule == 1 ? 0.9f : 0.0f,
+		               n);
+		rng_init(&r, 5, (uint64_t)rule);
+		for (size_t i = 0; i < n; i++)
+			w[i] = rng_uniform(&r, -1, 1), g0[i] = rng_uniform(&r, -1, 1);
+		assert_int_equal(cudaMalloc((void **)&dw, n * 4), cudaSuccess);
+		assert_int_equal(cudaMalloc((void **)&dg, n * 4), cudaSuccess);
+		assert_int_equal(cudaMalloc((void **)&ds, 2 * n * 4), cudaSuccess);
+		assert_int_equal(cudaMalloc((void **)&dalpha, 4), cudaSuccess);
+		assert_int_equal(cudaMemcpy(dw, w, n * 4, cudaMemcpyHostToDevice), cudaSuccess);
+		assert_int_equal(cudaMemcpy(dg, g0, n * 4, cudaMemcpyHostToDevice), cudaSuccess);
+		assert_int_equal(cudaMemset(ds, 0, 2 * n * 4), cudaSuccess);
+		assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+		for (int step = 0; step < 3; step++) {
+			memcpy(g, g0, n * sizeof(float));
+			optimizer_begin_step(&o);
+			optimizer_apply(&o, w, g, 0, n);
+			if (rule == 2) {
+				assert_int_equal(
+				    cudaMemcpy(dalpha, &o.alpha, 4, cudaMemcpyHostToDevice),
+				    cudaSuccess);
+				kernel_adam(dw, ds, ds + n, dg, (long)n, dalpha, o.beta1, o.beta2,
+				            o.eps, 0);
+			} else if (rule == 1) {
+				kernel_sgd_momentum(dw, ds, dg, (long)n, o.lr, o.momentum, 0);
+			} else {
+				kernel_sgd(dw, dg, (long)n, o.lr, 0);
+			}
+		}
+		float *back = from_gpu(dw, n);
+		double diff, scale;
+		compare(back, w, n, &diff, &scale);
+		printf("%s: 3 steps, max |gpu - cpu| %.3g of max |w| %.3g; bitwise equal: %s\n",
+		       names[rule], diff, scale, memcmp(back, w, n * sizeof(float)) ? "no" : "yes");
+		assert_true(diff <= 1e-6 * scale);
+		free(back);
+		cudaFree(dw), cudaFree(dg), cudaFree(ds), cudaFree(dalpha);
+		free(w), free(g), free(g0);
+		optimizer_release(&o);
+	}
+}
+
+/* The NCCL communicator of one worker over every visible GPU, each
+ * replica's buffer of small integers: every replica ends with the exact
+ * (bitwise) serial sum. With one GPU that is NCCL at world size 1. */
+static void test_nccl_allreduce_matches_the_serial_sum(void **state)
+{
+	char why[ERR_LEN], err[ERR_LEN];
+	int g = gpu_count(why, sizeof(why)), reps = g > 8 ? 8 : g;
+	const size_t n = (1 << 20) + 3;
+	struct comm inner, c;
+	float *dev[8], *want = calloc(n, sizeof(float));
+	void *bufs[8], *streams[8];
+
+	(void)state;
+	NEED_GPUS(1);
+	printf("nccl: one process, %d GPU(s): world size %d\n", reps, reps);
+	comm_init_local(&inner);
+	assert_int_equal(comm_init_nccl(&c, &inner, reps, 60000, 60000, err), 0);
+	for (int r = 0; r < reps; r++) {
+		float *h = malloc(n * sizeof(float));
+		for (size_t i = 0; i < n; i++) {
+			h[i] = (float)((i * 7 + (size_t)r * 13) % 101) - 50.0f;
+			want[i] += h[i];
+		}
+		assert_int_equal(cudaSetDevice(r), cudaSuccess);
+		assert_int_equal(cudaMalloc((void **)&dev[r], n * 4), cudaSuccess);
+		assert_int_equal(cudaMemcpy(dev[r], h, n * 4, cudaMemcpyHostToDevice), cudaSuccess);
+		assert_int_equal(cudaStreamCreate((cudaStream_t *)&streams[r]), cudaSuccess);
+		bufs[r] = dev[r];
+		free(h);
+	}
+	assert_int_equal(comm_allreduce_device(&c, bufs, n, COMM_F32, streams, err), 0);
+	for (int r = 0; r < reps; r++) {
+		assert_int_equal(cudaSetDevice(r), cudaSuccess);
+		assert_int_equal(cudaStreamSynchronize(streams[r]), cudaSuccess);
+		assert_int_equal(comm_device_status(&c, err), 0);
+		float *back = from_gpu(dev[r], n);
+		assert_memory_equal(back, want, n * sizeof(float));
+		free(back);
+		cudaFree(dev[r]);
+		cudaStreamDestroy(streams[r]);
+	}
+	comm_release(&c);
+	free(want);
+}
+
+static void config(struct train_config *c, const char *device, const char *model, int epochs,
+                   long steps)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->model, sizeof(c->model), "%s", model);
+	c->epochs = epochs;
+	c->steps_per_epoch = steps;
+	c->batch_size = 64;
+	c->learning_rate = 0.001;
+	c->optimizer = OPT_ADAM;
+	c->seed = 42;
+	c->threads = 8;
+	c->rendezvous_timeout = 60;
+	c->collective_timeout = 60;
+	c->save_freq = SAVE_FREQ_EPOCH;
+	c->device = strcmp(device, "cuda") == 0 ? DEVICE_CUDA : DEVICE_CPU;
+	snprintf(c->data_dir, sizeof(c->data_dir), "%s", testutil_data_dir());
+}
+
+static struct train_result fit(const struct train_config *c)
+{
+	struct train_result res;
+	char err[ERR_LEN] = "";
+	FILE *out = fopen("/dev/null", "w");
+	int rc = trainer_fit(c, out, &res, err);
+
+	fclose(out);
+	if (rc != 0)
+		fail_msg("trainer_fit on %s: %s", c->device == DEVICE_CUDA ? "cuda" : "cpu", err);
+	return res;
+}
+
+/* One epoch of cnn-pool with Adam from the same weights and data order:
+ * the GPU's test accuracy is the CPU's within 1.5 points. The two runs
+ * differ by rounding only, which moves the trajectory about as much as
+ * another seed does: on the CPU, seeds 1 to 5 gave 1-epoch accuracies
+ * within 0.5 points of each other, and 1.5 points is three times that. */
+static void test_a_gpu_run_reaches_the_cpu_runs_accuracy(void **state)
+{
+	struct train_config c;
+
+	(void)state;
+	NEED_GPUS(1);
+	config(&c, "cpu", "cnn-pool", 1, 0);
+	c.validation_steps = VALIDATION_ALL;
+	struct train_result cpu = fit(&c);
+	c.device = DEVICE_CUDA;
+	struct train_result gpu = fit(&c);
+	double a_cpu = metrics_accuracy(&cpu.val), a_gpu = metrics_accuracy(&gpu.val);
+	printf("1 epoch of cnn-pool, Adam: test accuracy cpu %.4f gpu %.4f; %.1f s and %.1f s\n",
+	       a_cpu, a_gpu, cpu.seconds, gpu.seconds);
+	assert_true(a_cpu > 0.80 && a_gpu > 0.80);
+	assert_true(fabs(a_gpu - a_cpu) <= 0.015);
+	assert_true(gpu.val.count == 10000);
+}
+
+struct tmp {
+	char dir[TESTUTIL_TMPDIR_LEN];
+};
+
+static int setup_tmp(void **state)
+{
+	return testutil_fixture_setup(state, sizeof(struct tmp), "gpu");
+}
+
+static unsigned char *model_bytes(const char *dir, size_t *len)
+{
+	char path[TRAIN_PATH_LEN + 32];
+
+	snprintf(path, sizeof(path), "%s/model.mwj", dir);
+	return testutil_read_file(path, len);
+}
+
+/* A backup written on the GPU resumes on the CPU, and the CPU's on the
+ * GPU: 100 steps on each, the step count and the position carried on. */
+static void test_a_gpu_backup_resumes_on_the_cpu_and_back(void **state)
+{
+	struct tmp *t = *state;
+	struct train_config c;
+	struct train_result res;
+	const char *devices[] = {"cuda", "cpu", "cuda"};
+
+	NEED_GPUS(1);
+	for (int leg = 0; leg < 3; leg++) {
+		config(&c, devices[leg], "cnn", leg + 1, 100);
+		snprintf(c.backup_dir, sizeof(c.backup_dir), "%s/backups", t->dir);
+		c.keep_backups = 1;
+		res = fit(&c);
+		printf("leg %d on %s: global step %ld, loss %.4f\n", leg + 1, devices[leg],
+		       res.global_step, metrics_loss(&res.train));
+		/* Each leg trains only the epoch the backup lacks. */
+		assert_int_equal(res.global_step, 100 * (leg + 1));
+		assert_true(isfinite(metrics_loss(&res.train)) && metrics_loss(&res.train) < 2.0);
+	}
+}
+
+/* Two epochs at once, and one epoch then a resume from its backup, on the
+ * GPU: the same model file, bit for bit, as on the CPU. */
+static void test_a_resumed_gpu_run_ends_with_the_uninterrupted_runs_weights(void **state)
+{
+	struct tmp *t = *state;
+	struct train_config c;
+	unsigned char *a, *b;
+	size_t alen, blen;
+
+	NEED_GPUS(1);
+	config(&c, "cuda", "cnn-pool", 2, 150);
+	snprintf(c.model_dir, sizeof(c.model_dir), "%s/straight", t->dir);
+	fit(&c);
+	config(&c, "cuda", "cnn-pool", 1, 150);
+	snprintf(c.backup_dir, sizeof(c.backup_dir), "%s/backups", t->dir);
+	c.keep_backups = 1;
+	fit(&c);
+	config(&c, "cuda", "cnn-pool", 2, 150);
+	snprintf(c.backup_dir, sizeof(c.backup_dir), "%s/backups", t->dir);
+	snprintf(c.model_dir, sizeof(c.model_dir), "%s/resumed", t->dir);
+	fit(&c);
+	snprintf(c.model_dir, sizeof(c.model_dir), "%s/straight", t->dir);
+	a = model_bytes(c.model_dir, &alen);
+	snprintf(c.model_dir, sizeof(c.model_dir), "%s/resumed", t->dir);
+	b = model_bytes(c.model_dir, &blen);
+	assert_int_equal(alen, blen);
+	assert_memory_equal(a, b, alen);
+	free(a);
+	free(b);
+}
+
+/* The NCCL communicator forced on one GPU (world size 1, the step run
+ * without CUDA graphs, the gradients and sums through NCCL's all-reduce)
+ * trains the same bits as no collective at all (graphs on): NCCL's set-up,
+ * its events and streams, and the eager step are all exercised. */
+static void test_the_nccl_path_on_one_gpu_trains_the_same_bits(void **state)
+{
+	struct tmp *t = *state;
+	struct train_config c;
+	unsigned char *a, *b;
+	size_t alen, blen;
+
+	NEED_GPUS(1);
+	config(&c, "cuda", "cnn-pool", 1, 120);
+	c.gpus = 1;
+	snprintf(c.model_dir, sizeof(c.model_dir), "%s/auto", t->dir);
+	fit(&c);
+	c.collective = COLLECTIVE_NCCL;
+	snprintf(c.model_dir, sizeof(c.model_dir), "%s/nccl", t->dir);
+	fit(&c);
+	snprintf(c.model_dir, sizeof(c.model_dir), "%s/auto", t->dir);
+	a = model_bytes(c.model_dir, &alen);
+	snprintf(c.model_dir, sizeof(c.model_dir), "%s/nccl", t->dir);
+	b = model_bytes(c.model_dir, &blen);
+	assert_int_equal(alen, blen);
+	assert_memory_equal(a, b, alen);
+	free(a);
+	free(b);
+}
+
+/* Everywhere: asked for a GPU it cannot have, the worker exits 1 and
+ * says why. With GPUs present, CUDA_VISIBLE_DEVICES hides them. */
+static void test_device_cuda_without_a_gpu_exits_1_saying_why(void **state)
+{
+	struct tmp *t = *state;
+	const char *bin = getenv("MWJ_CUDA_WORKER_BIN");
+	const char *args[] = {"train", "--device", "cuda", "--epochs", "1", NULL};
+	const char *env[] = {"CUDA_VISIBLE_DEVICES=", NULL};
+	char out[TESTUTIL_TMPDIR_LEN + 16], errp[TESTUTIL_TMPDIR_LEN + 16];
+
+	if (!bin || !bin[0]) {
+		printf("skipped: MWJ_CUDA_WORKER_BIN is not set\n");
+		skip();
+	}
+	snprintf(out, sizeof(out), "%s/out", t->dir);
+	snprintf(errp, sizeof(errp), "%s/err", t->dir);
+	pid_t pid = testutil_spawn(bin, args, env, out, errp);
+	int rc = testutil_wait(pid, testutil_now() + 60);
+	char *text = testutil_read_file(errp, NULL);
+	printf("%s", text);
+	assert_int_equal(rc, 1);
+	testutil_assert_contains(text, "--device cuda: no GPU visible");
+	free(text);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_cnn_layers_on_the_gpu_match_the_cpu),
+	    cmocka_unit_test(test_cnn_pool_layers_on_the_gpu_match_the_cpu),
+	    cmocka_unit_test(test_optimizers_on_the_gpu_match_the_cpu),
+	    cmocka_unit_test(test_nccl_allreduce_matches_the_serial_sum),
+	    cmocka_unit_test(test_a_gpu_run_reaches_the_cpu_runs_accuracy),
+	    cmocka_unit_test_setup_teardown(test_a_gpu_backup_resumes_on_the_cpu_and_back,
+	                                    setup_tmp, testutil_fixture_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_a_resumed_gpu_run_ends_with_the_uninterrupted_runs_weights, setup_tmp,
+	        testutil_fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_the_nccl_path_on_one_gpu_trains_the_same_bits,
+	                                    setup_tmp, testutil_fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_device_cuda_without_a_gpu_exits_1_saying_why,
+	                                    setup_tmp, testutil_fixture_teardown),
+	};
+
+	log_set_level(LOG_WARN);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
