@@ -56,3 +56,10 @@ timeout 90 python3 "$here/bench/torch_gpu.py" --data-dir "$data" > "$out/torch_g
 	2> "$out/torch_gpu.err"
 echo "torch_gpu exit $?" >> "$out/torch_gpu.err"
 cat "$out/torch_gpu.jsonl"
+
+echo "== a training run as a user sees it"
+MWJ_DATA_DIR=$data run timeout 60 "$bin/mwj-worker" train --device cuda --model cnn \
+	--epochs 2 --batch-size 256 --optimizer adam --validation-steps all --log-every 100 \
+	> "$out/train_log.txt" 2>&1
+echo "mwj-worker exit $?" >> "$out/train_log.txt"
+tail -n 12 "$out/train_log.txt"
