@@ -351,13 +351,18 @@ images-cuda:
 		-t $(IMAGE_PREFIX)mwj-worker-cuda:latest .
 
 C_FILES := $(shell git ls-files '*.c' '*.h' 2>/dev/null)
+# The CUDA sources need the toolkit's headers; without them they are left
+# to clang-format alone.
+CUDA_C_FILES := $(filter worker/src/cuda/% worker/tests/cuda/% bench/cuda/%,$(C_FILES))
+TIDY_FILES := $(filter %.c,$(if $(NVCC_FOUND),$(C_FILES),$(filter-out $(CUDA_C_FILES),$(C_FILES))))
 # The MPI baseline needs mpi.h: checked with mpicc's flags, where it is installed.
 MPI_FILES := bench/mpi_allreduce.c
 lint:
 	clang-format --dry-run --Werror $(C_FILES)
-	clang-tidy --quiet $(filter-out $(MPI_FILES),$(filter %.c,$(C_FILES))) -- -std=c17 \
+	clang-tidy --quiet $(filter-out $(MPI_FILES),$(TIDY_FILES)) -- -std=c17 \
 		-D_GNU_SOURCE -DFUZZ_CORPUS='""' $(PKG_CFLAGS) $(OPERATOR_PKG_CFLAGS) -Icommon -Iworker/src \
-		-Iworker/tests -Ioperator/src -Ioperator/tests
+		-Iworker/tests -Ioperator/src -Ioperator/tests -Ibench \
+		$(if $(NVCC_FOUND),-isystem $(CUDA_HOME)/include)
 	$(if $(MPICC),clang-tidy --quiet $(MPI_FILES) -- -std=c17 -D_GNU_SOURCE \
 		$(shell $(MPICC) -showme:compile 2>/dev/null))
 

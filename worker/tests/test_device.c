@@ -13,9 +13,9 @@
 
 struct resolve_case {
 	const char *device, *collective;
+	const char *error; /* expected: a part of the message, or NULL for success */
 	int gpus_wanted, workers, gpus;
-	/* expected: */
-	const char *error; /* a part of the message, or NULL for success */
+	/* expected on success: */
 	enum device_kind dev;
 	enum collective_kind coll;
 	int replicas;
@@ -23,23 +23,23 @@ struct resolve_case {
 
 static const struct resolve_case CASES[] = {
     /* auto: a GPU when one is visible */
-    {"auto", "auto", 0, 1, 0, NULL, DEVICE_CPU, COLLECTIVE_RING, 0},
-    {"auto", "auto", 0, 1, 1, NULL, DEVICE_CUDA, COLLECTIVE_RING, 1},
-    {"auto", "auto", 0, 2, 1, NULL, DEVICE_CUDA, COLLECTIVE_NCCL, 1},
-    {"auto", "auto", 0, 1, 4, NULL, DEVICE_CUDA, COLLECTIVE_NCCL, 4},
-    {"auto", "auto", 2, 1, 4, NULL, DEVICE_CUDA, COLLECTIVE_NCCL, 2},
-    {"auto", "auto", 0, 3, 0, NULL, DEVICE_CPU, COLLECTIVE_RING, 0},
+    {"auto", "auto", NULL, 0, 1, 0, DEVICE_CPU, COLLECTIVE_RING, 0},
+    {"auto", "auto", NULL, 0, 1, 1, DEVICE_CUDA, COLLECTIVE_RING, 1},
+    {"auto", "auto", NULL, 0, 2, 1, DEVICE_CUDA, COLLECTIVE_NCCL, 1},
+    {"auto", "auto", NULL, 0, 1, 4, DEVICE_CUDA, COLLECTIVE_NCCL, 4},
+    {"auto", "auto", NULL, 2, 1, 4, DEVICE_CUDA, COLLECTIVE_NCCL, 2},
+    {"auto", "auto", NULL, 0, 3, 0, DEVICE_CPU, COLLECTIVE_RING, 0},
     /* asked for explicitly */
-    {"cpu", "auto", 0, 2, 4, NULL, DEVICE_CPU, COLLECTIVE_RING, 0},
-    {"cuda", "ring", 0, 2, 1, NULL, DEVICE_CUDA, COLLECTIVE_RING, 1},
-    {"cuda", "nccl", 0, 1, 1, NULL, DEVICE_CUDA, COLLECTIVE_NCCL, 1},
+    {"cpu", "auto", NULL, 0, 2, 4, DEVICE_CPU, COLLECTIVE_RING, 0},
+    {"cuda", "ring", NULL, 0, 2, 1, DEVICE_CUDA, COLLECTIVE_RING, 1},
+    {"cuda", "nccl", NULL, 0, 1, 1, DEVICE_CUDA, COLLECTIVE_NCCL, 1},
     /* what cannot be honoured */
-    {"cuda", "auto", 0, 1, 0, "--device cuda: no driver", DEVICE_CPU, COLLECTIVE_RING, 0},
-    {"cpu", "nccl", 0, 2, 1, "--collective nccl sums GPU buffers", DEVICE_CPU, COLLECTIVE_RING, 0},
-    {"auto", "nccl", 0, 2, 0, "needs --device cuda", DEVICE_CPU, COLLECTIVE_RING, 0},
-    {"cpu", "auto", 2, 1, 4, "--gpus 2 needs --device cuda", DEVICE_CPU, COLLECTIVE_RING, 0},
-    {"cuda", "auto", 3, 1, 2, "--gpus 3: only 2 GPU(s) visible", DEVICE_CPU, COLLECTIVE_RING, 0},
-    {"cuda", "ring", 0, 2, 2, "with 2 GPUs use --collective nccl", DEVICE_CPU, COLLECTIVE_RING, 0},
+    {"cuda", "auto", "--device cuda: no driver", 0, 1, 0, DEVICE_CPU, COLLECTIVE_RING, 0},
+    {"cpu", "nccl", "--collective nccl sums GPU buffers", 0, 2, 1, DEVICE_CPU, COLLECTIVE_RING, 0},
+    {"auto", "nccl", "needs --device cuda", 0, 2, 0, DEVICE_CPU, COLLECTIVE_RING, 0},
+    {"cpu", "auto", "--gpus 2 needs --device cuda", 2, 1, 4, DEVICE_CPU, COLLECTIVE_RING, 0},
+    {"cuda", "auto", "--gpus 3: only 2 GPU(s) visible", 3, 1, 2, DEVICE_CPU, COLLECTIVE_RING, 0},
+    {"cuda", "ring", "with 2 GPUs use --collective nccl", 0, 2, 2, DEVICE_CPU, COLLECTIVE_RING, 0},
 };
 
 static void test_every_choice_resolves_as_the_table_says(void **state)

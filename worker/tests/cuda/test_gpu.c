@@ -196,7 +196,7 @@ static void test_cnn_pool_layers_on_the_gpu_match_the_cpu(void **state)
  * weights, state and gradients, Adam's step size the host's as the backend
  * copies it. Built with -fmad=false, the kernels round every operation as
  * the CPU does, and IEEE division and square root are exact on both, so the
- * weights should be the same bits; the test holds them to 1e-6 of the
+ * weights should be the same values; the test holds them to 1e-6 of the
  * largest weight and says whether they were. */
 static void test_optimizers_on_the_gpu_match_the_cpu(void **state)
 {
@@ -243,8 +243,8 @@ static void test_optimizers_on_the_gpu_match_the_cpu(void **state)
 		float *back = from_gpu(dw, n);
 		double diff, scale;
 		compare(back, w, n, &diff, &scale);
-		printf("%s: 3 steps, max |gpu - cpu| %.3g of max |w| %.3g; bitwise equal: %s\n",
-		       names[rule], diff, scale, memcmp(back, w, n * sizeof(float)) ? "no" : "yes");
+		printf("%s: 3 steps, max |gpu - cpu| %.3g of max |w| %.3g; the same values: %s\n",
+		       names[rule], diff, scale, diff == 0.0 ? "yes" : "no");
 		assert_true(diff <= 1e-6 * scale);
 		free(back);
 		cudaFree(dw), cudaFree(dg), cudaFree(ds), cudaFree(dalpha);
@@ -332,9 +332,10 @@ static struct train_result fit(const struct train_config *c)
 
 /* One epoch of cnn-pool with Adam from the same weights and data order:
  * the GPU's test accuracy is the CPU's within 1.5 points. The two runs
- * differ by rounding only, which moves the trajectory about as much as
- * another seed does: on the CPU, seeds 1 to 5 gave 1-epoch accuracies
- * within 0.5 points of each other, and 1.5 points is three times that. */
+ * differ only by the rounding of their sums, which moves the trajectory
+ * less than another seed does; on the CPU, seeds 1 to 5 and 42 gave
+ * 1-epoch accuracies from 0.869 to 0.885, a spread of 1.5 points. (On an
+ * H100 the two runs ended 0.05 points apart.) */
 static void test_a_gpu_run_reaches_the_cpu_runs_accuracy(void **state)
 {
 	struct train_config c;
