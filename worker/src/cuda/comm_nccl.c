@@ -28,12 +28,17 @@ struct nccl_state {
 	ncclComm_t comms[NCCL_MAX_REPLICAS];
 };
 
-static int nccl_fail(char *err, const char *call, ncclResult_t r, ncclComm_t comm)
+/* A failed NCCL call: its name, where it was made, NCCL's message and its
+ * last error's text. */
+#define nccl_fail(err, call, r, comm) nccl_fail_at(err, call, r, comm, __FILE__, __LINE__)
+
+static int nccl_fail_at(char *err, const char *call, ncclResult_t r, ncclComm_t comm,
+                        const char *file, int line)
 {
 	const char *last = comm ? ncclGetLastError(comm) : NULL;
 
-	err_set(err, "%s: %s%s%s", call, ncclGetErrorString(r), last && last[0] ? ": " : "",
-	        last ? last : "");
+	err_set(err, "%s:%d: %s: %s%s%s", file, line, call, ncclGetErrorString(r),
+	        last && last[0] ? ": " : "", last ? last : "");
 	/* NCCL refusing its arguments (two ranks on one GPU, say) will refuse
 	 * them again; anything else may be a peer lost, or the system. */
 	return r == ncclInvalidArgument || r == ncclInvalidUsage ? COMM_SETUP_PERMANENT
