@@ -5,7 +5,10 @@
 #ifndef MWJ_LOSS_H
 #define MWJ_LOSS_H
 
+#include <math.h>
 #include <stdint.h>
+
+#include "hostdev.h"
 
 struct loss_sums {
 	double loss;  /* sum over the batch of per-example losses */
@@ -19,5 +22,32 @@ struct loss_sums {
  * ties, like Keras' SparseCategoricalAccuracy. */
 struct loss_sums loss_softmax_xent(float *dlogits, const float *logits, const uint8_t *labels,
                                    int B, int K, float scale);
+
+/* One example: the loss of logits z (K) against label into *loss, whether
+ * the first maximum is the label into *correct, and if dz is not NULL, dz =
+ * scale * (softmax(z) - onehot(label)), computed stably with the maximum
+ * subtracted. The GPU's loss kernel runs this same function. */
+HOSTDEV void loss_xent_example(float *dz, const float *z, int label, int K, float scale,
+                               double *loss, int *correct)
+{
+	int argmax = 0;
+
+	for (int k = 1; k < K; k++)
+		if (z[k] > z[argmax])
+			argmax = k;
+	float zmax = z[argmax];
+	double sum = 0.0;
+	for (int k = 0; k < K; k++)
+		sum += exp((double)(z[k] - zmax));
+	double log_sum = log(sum);
+	*loss = log_sum - (double)(z[label] - zmax);
+	*correct = argmax == label;
+	if (!dz)
+		return;
+	for (int k = 0; k < K; k++) {
+		double p = exp((double)(z[k] - zmax) - log_sum);
+		dz[k] = (float)(scale * (p - (k == label)));
+	}
+}
 
 #endif

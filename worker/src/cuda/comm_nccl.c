@@ -58,6 +58,25 @@ static void abort_all(struct nccl_state *s)
 	s->live = 0;
 }
 
+/* Looks once at every communicator: sets *busy if one is still in
+ * progress. Returns 0, or nccl_fail's code with the first error, what
+ * naming the work that failed. */
+static int look(struct nccl_state *s, const char *what, int *busy, char *err)
+{
+	*busy = 0;
+	for (int i = 0; i < s->replicas; i++) {
+		ncclResult_t state = ncclSuccess;
+		ncclResult_t r = ncclCommGetAsyncError(s->comms[i], &state);
+		if (r != ncclSuccess)
+			return nccl_fail(err, "ncclCommGetAsyncError", r, s->comms[i]);
+		if (state == ncclInProgress)
+			*busy = 1;
+		else if (state != ncclSuccess)
+			return nccl_fail(err, what, state, s->comms[i]);
+	}
+	return 0;
+}
+
 /* Waits until no communicator is still in progress (non-blocking
  * communicators: an init, or a group's enqueue), until deadline_ms,
  * sleeping between looks, or with spin yielding only. Returns 0, or
@@ -67,19 +86,9 @@ static int wait_ready(struct nccl_state *s, long long deadline_ms, int spin, con
                       char *err)
 {
 	for (;;) {
-		int busy = 0;
-		for (int i = 0; i < s->replicas; i++) {
-			ncclResult_t state = ncclSuccess;
-			ncclResult_t r = ncclCommGetAsyncError(s->comms[i], &state);
-			if (r != ncclSuccess)
-				return nccl_fail(err, "ncclCommGetAsyncError", r, s->comms[i]);
-			if (state == ncclInProgress)
-				busy = 1;
-			else if (state != ncclSuccess)
-				return nccl_fail(err, what, state, s->comms[i]);
-		}
-		if (!busy)
-			return 0;
+		int busy, rc = look(s, what, &busy, err);
+		if (rc < 0 || !busy)
+			return rc;
 		if (net_now_ms() > deadline_ms) {
 			err_set(err, "%s: timed out", what);
 			return COMM_SETUP_RETRY;
@@ -256,21 +265,11 @@ static int nccl_device_status(struct comm *c, char *err)
 {
 	struct nccl_state *s = c->impl;
 
+	int busy;
+
 	if (!s->live)
 		return err_set(err, "the NCCL communicators were aborted");
-	for (int i = 0; i < s->replicas; i++) {
-		ncclResult_t state = ncclSuccess;
-		ncclResult_t r = ncclCommGetAsyncError(s->comms[i], &state);
-		if (r != ncclSuccess) {
-			nccl_fail(err, "ncclCommGetAsyncError", r, s->comms[i]);
-			return -1;
-		}
-		if (state != ncclSuccess && state != ncclInProgress) {
-			nccl_fail(err, "NCCL", state, s->comms[i]);
-			return -1;
-		}
-	}
-	return 0;
+	return look(s, "NCCL", &busy, err) < 0 ? -1 : 0;
 }
 
 static const struct comm_ops NCCL_OPS = {

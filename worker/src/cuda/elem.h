@@ -5,8 +5,9 @@
  * these, so the index arithmetic, the order of every sum and the tie rules
  * can be tested on a machine without a GPU: worker/tests/test_cuda_elem.c
  * runs them over whole tensors and compares with the CPU layers (conv.c,
- * pool.c, loss.c, optimizer.c), bit for bit where the CPU does the same
- * arithmetic in the same order.
+ * pool.c, optimizer.c), bit for bit where the CPU does the same arithmetic
+ * in the same order. The loss kernel needs no copy here: it runs loss.h's
+ * own loss_xent_example.
  *
  * Shapes are those of the CPU layers: NHWC tensors; cols (K + 1, M), one
  * row per kernel tap (kh, kw, c) with K = KH * KW * C, the last row all
@@ -18,20 +19,16 @@
 #include <math.h>
 #include <stdint.h>
 
-#ifdef __CUDACC__
-#define ELEM_FN __host__ __device__ static inline
-#else
-#define ELEM_FN static inline
-#endif
+#include "hostdev.h"
 
 /* A pixel of the file scaled to [0, 1], as dataset.c scales it. */
-ELEM_FN float elem_pixel(uint8_t p)
+HOSTDEV float elem_pixel(uint8_t p)
 {
 	return (float)p / 255.0f;
 }
 
 /* Element i of cols for the input in (B, H, W, C). */
-ELEM_FN float elem_im2col(const float *in, long i, long M, int H, int W, int C, int KH, int KW)
+HOSTDEV float elem_im2col(const float *in, long i, long M, int H, int W, int C, int KH, int KW)
 {
 	long k = i / M, m = i % M;
 	int OH = H - KH + 1, OW = W - KW + 1;
@@ -46,7 +43,7 @@ ELEM_FN float elem_im2col(const float *in, long i, long M, int H, int W, int C, 
 
 /* Element j of din (B, H, W, C): the column entries copied from that input
  * pixel, added in kernel-tap order, as col2im in conv.c adds them. */
-ELEM_FN float elem_col2im(const float *dcols, long j, long M, int H, int W, int C, int KH, int KW)
+HOSTDEV float elem_col2im(const float *dcols, long j, long M, int H, int W, int C, int KH, int KW)
 {
 	int OH = H - KH + 1, OW = W - KW + 1;
 	int c = (int)(j % C), x = (int)(j / C % W), y = (int)(j / C / W % H);
@@ -68,7 +65,7 @@ ELEM_FN float elem_col2im(const float *dcols, long j, long M, int H, int W, int 
 }
 
 /* Element o of the 2x2, stride 2 max pool's output (B, H/2, W/2, C). */
-ELEM_FN float elem_maxpool(const float *in, long o, int H, int W, int C)
+HOSTDEV float elem_maxpool(const float *in, long o, int H, int W, int C)
 {
 	int OH = H / 2, OW = W / 2;
 	int c = (int)(o % C), ow = (int)(o / C % OW), oh = (int)(o / C / OW % OH);
@@ -85,7 +82,7 @@ ELEM_FN float elem_maxpool(const float *in, long o, int H, int W, int C)
  * this input is the first of its window, in row-major order, to equal the
  * maximum; 0 otherwise, for an odd edge, and with mask_by_input for a
  * window whose maximum is not positive (pool.h). */
-ELEM_FN float elem_maxpool_backward(const float *dout, const float *in, const float *out, long j,
+HOSTDEV float elem_maxpool_backward(const float *dout, const float *in, const float *out, long j,
                                     int H, int W, int C, int mask_by_input)
 {
 	int OH = H / 2, OW = W / 2;
@@ -106,48 +103,21 @@ ELEM_FN float elem_maxpool_backward(const float *dout, const float *in, const fl
 	return in[at[me]] == out[o] ? dout[o] : 0.0f;
 }
 
-/* Softmax cross-entropy of one example's logits z (K) against label, as
- * loss.c computes it: the loss into *loss, whether the first maximum is
- * the label into *correct, and if dz is not NULL, dz = scale * (softmax(z) -
- * onehot(label)). */
-ELEM_FN void elem_xent(float *dz, const float *z, int label, int K, float scale, double *loss,
-                       int *correct)
-{
-	int argmax = 0;
-
-	for (int k = 1; k < K; k++)
-		if (z[k] > z[argmax])
-			argmax = k;
-	float zmax = z[argmax];
-	double sum = 0.0;
-	for (int k = 0; k < K; k++)
-		sum += exp((double)(z[k] - zmax));
-	double log_sum = log(sum);
-	*loss = log_sum - (double)(z[label] - zmax);
-	*correct = argmax == label;
-	if (!dz)
-		return;
-	for (int k = 0; k < K; k++) {
-		double p = exp((double)(z[k] - zmax) - log_sum);
-		dz[k] = (float)(scale * (p - (k == label)));
-	}
-}
-
 /* The optimizers' rules for one parameter, as optimizer.c applies them
  * (Keras' SGD, SGD with momentum, Adam). The gradient is not cleared: on
  * the GPU every backward pass overwrites it. */
-ELEM_FN void elem_sgd(float *w, float g, float lr)
+HOSTDEV void elem_sgd(float *w, float g, float lr)
 {
 	*w -= lr * g;
 }
 
-ELEM_FN void elem_sgd_momentum(float *w, float *v, float g, float lr, float momentum)
+HOSTDEV void elem_sgd_momentum(float *w, float *v, float g, float lr, float momentum)
 {
 	*v = momentum * *v - lr * g;
 	*w += *v;
 }
 
-ELEM_FN void elem_adam(float *w, float *m, float *v, float g, float alpha, float b1, float b2,
+HOSTDEV void elem_adam(float *w, float *m, float *v, float g, float alpha, float b1, float b2,
                        float eps)
 {
 	*m += (g - *m) * (1.0f - b1);

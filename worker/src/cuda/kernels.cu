@@ -4,6 +4,7 @@
 
 #include "cuda_check.h"
 #include "elem.h"
+#include "loss.h"
 
 #define THREADS 256
 /* Enough blocks to fill any GPU; the loops stride over the rest. */
@@ -140,8 +141,8 @@ static __global__ void xent_k(float *dlogits, double *sums, const float *logits,
 	for (int i = threadIdx.x; i < B; i += THREADS) {
 		double li;
 		int ci;
-		elem_xent(dlogits ? dlogits + (long)i * K : NULL, logits + (long)i * K, labels[i], K,
-		          scale, &li, &ci);
+		loss_xent_example(dlogits ? dlogits + (long)i * K : NULL, logits + (long)i * K,
+		                  labels[i], K, scale, &li, &ci);
 		l += li;
 		c += ci;
 	}

@@ -364,12 +364,22 @@ static int setup_tmp(void **state)
 	return testutil_fixture_setup(state, sizeof(struct tmp), "gpu");
 }
 
-static unsigned char *model_bytes(const char *dir, size_t *len)
+/* The model files that runs wrote to <tmp>/a and <tmp>/b are the same
+ * bytes. */
+static void expect_same_model_files(const struct tmp *t, const char *a, const char *b)
 {
-	char path[TRAIN_PATH_LEN + 32];
+	char path[TESTUTIL_TMPDIR_LEN + 64];
+	unsigned char *x, *y;
+	size_t xlen, ylen;
 
-	snprintf(path, sizeof(path), "%s/model.mwj", dir);
-	return testutil_read_file(path, len);
+	snprintf(path, sizeof(path), "%s/%s/model.mwj", t->dir, a);
+	x = testutil_read_file(path, &xlen);
+	snprintf(path, sizeof(path), "%s/%s/model.mwj", t->dir, b);
+	y = testutil_read_file(path, &ylen);
+	assert_int_equal(xlen, ylen);
+	assert_memory_equal(x, y, xlen);
+	free(x);
+	free(y);
 }
 
 /* A backup written on the GPU resumes on the CPU, and the CPU's on the
@@ -401,8 +411,6 @@ static void test_a_resumed_gpu_run_ends_with_the_uninterrupted_runs_weights(void
 {
 	struct tmp *t = *state;
 	struct train_config c;
-	unsigned char *a, *b;
-	size_t alen, blen;
 
 	NEED_GPUS(1);
 	config(&c, "cuda", "cnn-pool", 2, 150);
@@ -416,14 +424,7 @@ static void test_a_resumed_gpu_run_ends_with_the_uninterrupted_runs_weights(void
 	snprintf(c.backup_dir, sizeof(c.backup_dir), "%s/backups", t->dir);
 	snprintf(c.model_dir, sizeof(c.model_dir), "%s/resumed", t->dir);
 	fit(&c);
-	snprintf(c.model_dir, sizeof(c.model_dir), "%s/straight", t->dir);
-	a = model_bytes(c.model_dir, &alen);
-	snprintf(c.model_dir, sizeof(c.model_dir), "%s/resumed", t->dir);
-	b = model_bytes(c.model_dir, &blen);
-	assert_int_equal(alen, blen);
-	assert_memory_equal(a, b, alen);
-	free(a);
-	free(b);
+	expect_same_model_files(t, "straight", "resumed");
 }
 
 /* The NCCL communicator forced on one GPU (world size 1, the step run
@@ -434,8 +435,6 @@ static void test_the_nccl_path_on_one_gpu_trains_the_same_bits(void **state)
 {
 	struct tmp *t = *state;
 	struct train_config c;
-	unsigned char *a, *b;
-	size_t alen, blen;
 
 	NEED_GPUS(1);
 	config(&c, "cuda", "cnn-pool", 1, 120);
@@ -445,14 +444,7 @@ static void test_the_nccl_path_on_one_gpu_trains_the_same_bits(void **state)
 	c.collective = COLLECTIVE_NCCL;
 	snprintf(c.model_dir, sizeof(c.model_dir), "%s/nccl", t->dir);
 	fit(&c);
-	snprintf(c.model_dir, sizeof(c.model_dir), "%s/auto", t->dir);
-	a = model_bytes(c.model_dir, &alen);
-	snprintf(c.model_dir, sizeof(c.model_dir), "%s/nccl", t->dir);
-	b = model_bytes(c.model_dir, &blen);
-	assert_int_equal(alen, blen);
-	assert_memory_equal(a, b, alen);
-	free(a);
-	free(b);
+	expect_same_model_files(t, "auto", "nccl");
 }
 
 /* Everywhere: asked for a GPU it cannot have, the worker exits 1 and
