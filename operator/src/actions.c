@@ -12,12 +12,7 @@
 #include "json_out.h"
 #include "log.h"
 #include "pod_spec.h"
-#include "timefmt.h"
 #include "timers.h"
-
-#define MWJ_GROUP   "training.mwj.io"
-#define MWJ_VERSION "v1"
-#define MWJ_PLURAL  "multiworkerjobs"
 
 static void add(unsigned long *counter, unsigned long n)
 {
@@ -56,7 +51,7 @@ static int write_status(const struct actions_ctx *ctx, const struct job *j, cons
 
 	if (patch == NULL)
 		return 0;
-	if (kube_path(path, MWJ_GROUP, MWJ_VERSION, j->ns, MWJ_PLURAL, j->name) < 0 ||
+	if (kube_path(path, JOB_GROUP, JOB_VERSION, j->ns, JOB_PLURAL, j->name) < 0 ||
 	    strlen(path) + sizeof("/status") > sizeof(path)) {
 		cJSON_Delete(patch);
 		return err_set(err, "job '%s/%s': path too long", j->ns, j->name);
@@ -87,91 +82,13 @@ static int write_status(const struct actions_ctx *ctx, const struct job *j, cons
 	return rc;
 }
 
-/* --- objects --- */
+/* --- creates --- */
 
-/* Creates obj in collection; AlreadyExists is success (created before, or
- * for a pod: its namesake is still terminating, and the watch will show
- * when it is gone). Returns 0, 1 for AlreadyExists, -1 with err (and the
- * answer in *res when res is not NULL). */
-static int create(const struct actions_ctx *ctx, const char *group, const char *version,
-                  const char *ns, const char *plural, const cJSON *obj, struct kube_result *res,
-                  char *err)
-{
-	char path[KUBE_PATH_LEN];
-	struct kube_result own = {0};
-
-	if (res == NULL)
-		res = &own;
-	if (kube_path(path, group, version, ns, plural, NULL) < 0)
-		return err_set(err, "create %s in '%s': path too long", plural, ns);
-	if (kube_create(ctx->api, path, obj, NULL, res, err) == 0)
-		return 0;
-	return res->status == 409 && strcmp(res->reason, "AlreadyExists") == 0 ? 1 : -1;
-}
-
-static int create_secret(const struct actions_ctx *ctx, const struct job *j, char *err)
-{
-	unsigned char key[RING_KEY_BYTES];
-	cJSON *secret;
-	int rc;
-
-	if (RAND_bytes(key, sizeof(key)) != 1)
-		return err_set(err, "job %s/%s: RAND_bytes: no random ring key", j->ns, j->name);
-	secret = pod_spec_secret(j, key, sizeof(key));
-	OPENSSL_cleanse(key, sizeof(key));
-	rc = create(ctx, "", "v1", j->ns, "secrets", secret, NULL, err);
-	cJSON_Delete(secret);
-	if (rc == 0)
-		log_info("job %s/%s: created secret %s-ring-key", j->ns, j->name, j->name);
-	return rc < 0 ? -1 : 0;
-}
-
-static int create_object(const struct actions_ctx *ctx, const struct job *j, enum action_kind kind,
-                         char *err)
-{
-	cJSON *obj;
-	int rc;
-
-	if (kind == ACT_CREATE_SECRET)
-		return create_secret(ctx, j, err);
-	if (kind == ACT_CREATE_SERVICE) {
-		obj = pod_spec_service(j);
-		rc = create(ctx, "", "v1", j->ns, "services", obj, NULL, err);
-	} else {
-		obj = pod_spec_network_policy(j);
-		rc = create(ctx, "networking.k8s.io", "v1", j->ns, "networkpolicies", obj, NULL,
-		            err);
-	}
-	cJSON_Delete(obj);
-	if (rc == 0)
-		log_info("job %s/%s: created %s", j->ns, j->name,
-		         kind == ACT_CREATE_SERVICE ? "its headless service"
-		                                    : "its network policy");
-	return rc < 0 ? -1 : 0;
-}
-
-/* An Event on the job; one that cannot be written is logged, and the
- * pass goes on. */
-static void emit(const struct actions_ctx *ctx, const struct job *j, const cJSON *job_obj,
-                 const char *type, const char *reason, const char *message)
-{
-	char now[TIMEFMT_LEN], err[ERR_LEN];
-	cJSON *ev;
-
-	timefmt_now(now);
-	ev = events_build(j, job_obj, type, reason, message, now, ctx->instance);
-	if (create(ctx, "", "v1", j->ns, "events", ev, NULL, err) < 0)
-		log_warn("job %s/%s: event %s: %s", j->ns, j->name, reason, err);
-	cJSON_Delete(ev);
-}
-
-/* --- pods --- */
-
-/* What a create's answer says of the pod: created, surely not created (a
+/* What an answer says became of a create: created, surely not created (a
  * 4xx: the request was refused as a whole), or unknown (no answer, a
  * 5xx: the server may have stored it before it failed; or a 4xx after
  * such a try, which may have been the one that created it). */
-static enum create_result create_result_of(int rc, const struct kube_result *res)
+static enum create_result answer_of(int rc, const struct kube_result *res)
 {
 	if (rc == 0)
 		return CREATE_DONE;
@@ -179,21 +96,188 @@ static enum create_result create_result_of(int rc, const struct kube_result *res
 	                                                                      : CREATE_UNKNOWN;
 }
 
+/* A refusal: counted, and a namespace being deleted said (nothing more is
+ * to be done there). what: JOB_OBJECTS for a pod. */
+static void refused(const struct actions_ctx *ctx, const struct job *j, int what,
+                    const struct kube_result *res)
+{
+	if (ctx->counters)
+		add(&ctx->counters->refused[what], 1);
+	if (strcmp(res->cause, "NamespaceTerminating") == 0 && ctx->namespace_terminating) {
+		if (!*ctx->namespace_terminating)
+			log_info("job %s/%s: namespace %s is being deleted; nothing more is done "
+			         "for its jobs",
+			         j->ns, j->name, j->ns);
+		*ctx->namespace_terminating = 1;
+	}
+}
+
+/* Creates obj in collection, *out the object made (when out is not
+ * NULL). Returns 0, 1 for 409 AlreadyExists (the name is taken), -1 with
+ * err and the answer in *res. */
+static int create(const struct actions_ctx *ctx, const char *group, const char *ns,
+                  const char *plural, const cJSON *obj, cJSON **out, struct kube_result *res,
+                  char *err)
+{
+	char path[KUBE_PATH_LEN];
+
+	if (kube_path(path, group, "v1", ns, plural, NULL) < 0)
+		return err_set(err, "create %s in '%s': path too long", plural, ns);
+	if (kube_create(ctx->api, path, obj, out, res, err) == 0)
+		return 0;
+	return res->status == 409 && strcmp(res->reason, "AlreadyExists") == 0 ? 1 : -1;
+}
+
+/* Whose is the name a create found taken: 1 the job's own (the caches
+ * lag, or a pod's namesake is still terminating), 0 another's (described
+ * in msg, CREATE_MESSAGE_LEN), -1 with err when it cannot be read (the
+ * create is then unknown). */
+static int name_is_ours(const struct actions_ctx *ctx, const struct job *j, const char *group,
+                        const char *plural, const char *kind, const char *name, char *msg,
+                        char *err)
+{
+	char path[KUBE_PATH_LEN];
+	struct kube_result res = {0};
+	cJSON *obj = NULL;
+	int ours;
+
+	if (kube_path(path, group, "v1", j->ns, plural, name) < 0)
+		return err_set(err, "get %s '%s': path too long", plural, name);
+	if (kube_get(ctx->api, path, &obj, &res, err) < 0)
+		return -1; /* a 404: it went meanwhile; the next pass creates it */
+	ours = pod_spec_owned(obj, j);
+	cJSON_Delete(obj);
+	if (!ours)
+		snprintf(
+		    msg, CREATE_MESSAGE_LEN,
+		    "a %s named \"%s\" already exists in namespace %s and is not owned by this "
+		    "job; the operator never uses what it did not make: delete that %s, or "
+		    "give the job another name",
+		    kind, name, j->ns, kind);
+	return ours;
+}
+
+/* The object's group and plural, for paths. */
+static void object_resource(enum job_object what, const char **group, const char **plural)
+{
+	static const char *const plurals[] = {"secrets", "configmaps", "services",
+	                                      "networkpolicies"};
+
+	*group = what == OBJ_NETWORK_POLICY ? "networking.k8s.io" : "";
+	*plural = plurals[what];
+}
+
+static cJSON *object_build(const struct job *j, enum job_object what, char *err)
+{
+	unsigned char key[RING_KEY_BYTES];
+	cJSON *obj;
+
+	switch (what) {
+	case OBJ_SECRET:
+		if (RAND_bytes(key, sizeof(key)) != 1) {
+			err_set(err, "RAND_bytes: no random ring key");
+			return NULL;
+		}
+		obj = pod_spec_secret(j, key, sizeof(key));
+		OPENSSL_cleanse(key, sizeof(key));
+		return obj;
+	case OBJ_CONFIG_MAP:
+		return pod_spec_tf_config_map(j, err);
+	case OBJ_SERVICE:
+		return pod_spec_service(j);
+	case OBJ_NETWORK_POLICY:
+	case JOB_OBJECTS:
+		break;
+	}
+	return pod_spec_network_policy(j);
+}
+
+/* Creates the job's object what; a generated name goes into st. Returns
+ * 0 when the object is there, -1 with err when it is not (refused,
+ * failed, or its name taken by another's). */
+static int create_object(const struct actions_ctx *ctx, const struct job *j, enum job_object what,
+                         struct job_status *st, const char *key, char *err)
+{
+	const char *kind = pod_spec_object_kind(what), *group, *plural;
+	char name[JOB_NAME_LEN], taken[CREATE_MESSAGE_LEN] = "";
+	struct kube_result res = {0};
+	enum create_result result;
+	cJSON *obj = object_build(j, what, err), *made = NULL;
+	int rc;
+
+	if (obj == NULL)
+		return err_prefix(err, "job %s: %s", key, kind);
+	object_resource(what, &group, &plural);
+	pod_spec_object_name(j, what, name);
+	rc = create(ctx, group, j->ns, plural, obj, &made, &res, err);
+	cJSON_Delete(obj);
+	result = answer_of(rc, &res);
+	if (rc == 1) {
+		/* Only the Service and NetworkPolicy have names of their own. */
+		int ours = name_is_ours(ctx, j, group, plural, kind, name, taken, err);
+		result = ours > 0 ? CREATE_DONE : ours == 0 ? CREATE_NOT_OWNED : CREATE_UNKNOWN;
+		rc = ours > 0 ? 0 : -1;
+		if (ours == 0)
+			err_set(err, "%s", taken);
+	}
+	if (rc == 0 && made != NULL && (what == OBJ_SECRET || what == OBJ_CONFIG_MAP)) {
+		const cJSON *meta = cJSON_GetObjectItemCaseSensitive(made, "metadata");
+		const cJSON *given = cJSON_GetObjectItemCaseSensitive(meta, "name");
+		char *to = what == OBJ_SECRET ? st->ring_key_secret : st->tf_config_map;
+		if (cJSON_IsString(given) && strlen(given->valuestring) < JOB_NAME_LEN) {
+			snprintf(to, JOB_NAME_LEN, "%s", given->valuestring);
+			snprintf(name, sizeof(name), "%s", given->valuestring);
+		} else {
+			rc = err_set(err, "the API server gave the %s no name", kind);
+			result = CREATE_UNKNOWN;
+		}
+	}
+	cJSON_Delete(made);
+	if (result == CREATE_REFUSED)
+		refused(ctx, j, what, &res);
+	create_outcomes_record_object(ctx->outcomes, key, what, result,
+	                              result == CREATE_NOT_OWNED ? taken
+	                              : result == CREATE_REFUSED ? res.message
+	                                                         : NULL);
+	if (rc < 0)
+		return err_prefix(err, "job %s: create %s", key, kind);
+	log_info("job %s: created %s %s", key, kind, name);
+	return 0;
+}
+
+/* --- pods --- */
+
 static int create_pod(const struct actions_ctx *ctx, const struct job *j, const cJSON *job_obj,
                       const struct action *a, const char *key, char *err)
 {
 	cJSON *pod = pod_spec_pod(j, a->index, a->attempt, err);
+	char taken[CREATE_MESSAGE_LEN] = "", msg[JOB_MESSAGE_LEN];
 	struct kube_result res = {0};
+	enum create_result result;
 	int rc;
 
 	if (pod == NULL)
 		return -1;
 	expectations_expect_create(ctx->expect, key, a->name, timers_now_ms());
-	rc = create(ctx, "", "v1", j->ns, "pods", pod, &res, err);
+	rc = create(ctx, "", j->ns, "pods", pod, NULL, &res, err);
 	cJSON_Delete(pod);
-	if (ctx->outcomes)
-		create_outcomes_record(ctx->outcomes, key, a->index, a->attempt,
-		                       create_result_of(rc, &res));
+	result = answer_of(rc, &res);
+	if (rc == 1) {
+		int ours = name_is_ours(ctx, j, "", "pods", "Pod", a->name, taken, err);
+		/* Its own namesake still terminating: the DELETED event brings
+		 * the job back, and nothing was created. */
+		result = ours > 0    ? CREATE_NAME_BUSY
+		         : ours == 0 ? CREATE_NOT_OWNED
+		                     : CREATE_UNKNOWN;
+		if (ours == 0)
+			err_set(err, "%s", taken);
+	}
+	if (result == CREATE_REFUSED)
+		refused(ctx, j, JOB_OBJECTS, &res);
+	create_outcomes_record(ctx->outcomes, key, a->index, a->attempt, result,
+	                       result == CREATE_NOT_OWNED ? taken
+	                       : result == CREATE_REFUSED ? res.message
+	                                                  : NULL);
 	if (rc != 0) {
 		expectations_create_failed(ctx->expect, key, a->name);
 		if (rc < 0 && (res.status == 422 || res.status == 400) && ctx->refused) {
@@ -202,23 +286,22 @@ static int create_pod(const struct actions_ctx *ctx, const struct job *j, const 
 			         res.message[0] ? res.message : err);
 			return -1;
 		}
-		if (rc > 0) {
-			/* Its namesake is still terminating: the DELETED event
-			 * brings the job back. */
-			log_info("job %s/%s: pod %s still terminating; waiting for it to go", j->ns,
-			         j->name, a->name);
+		if (result == CREATE_NAME_BUSY) {
+			log_info("job %s: pod %s still terminating; waiting for it to go", key,
+			         a->name);
 			return 0;
 		}
-		return -1;
+		return err_prefix(err, "job %s: create pod %s", key, a->name);
 	}
 	expectations_create_answered(ctx->expect, key, a->name, timers_now_ms());
 	if (ctx->counters)
 		add(&ctx->counters->pods_created, 1);
-	log_info("job %s/%s: created pod %s (attempt %ld)", j->ns, j->name, a->name, a->attempt);
-	char msg[JOB_MESSAGE_LEN];
+	log_info("job %s: created pod %s (attempt %ld)", key, a->name, a->attempt);
 	snprintf(msg, sizeof(msg), "created pod %s (worker %d, attempt %ld)", a->name, a->index,
 	         a->attempt);
-	emit(ctx, j, job_obj, EVENT_NORMAL, "CreatedPod", msg);
+	if (event_recorder_emit(ctx->events, ctx->api, j, job_obj, EVENT_NORMAL, "CreatedPod", msg,
+	                        err) < 0)
+		log_warn("job %s: event CreatedPod: %s", key, err);
 	return 0;
 }
 
@@ -234,25 +317,29 @@ static int delete_pod(const struct actions_ctx *ctx, const struct job *j, const 
 	if (kube_delete(ctx->api, path, a->uid, NULL, -1, 1, &res, err) < 0) {
 		expectations_delete_failed(ctx->expect, key, a->uid);
 		/* A newer pod of that name: the stale decision is dropped. */
-		return res.status == 409 ? 0 : -1;
+		return res.status == 409 ? 0 : err_prefix(err, "job %s: delete pod", key);
 	}
 	expectations_delete_answered(ctx->expect, key, a->uid, timers_now_ms());
 	if (ctx->counters)
 		add(&ctx->counters->pods_deleted, 1);
-	log_info("job %s/%s: deleted pod %s", j->ns, j->name, a->name);
+	log_info("job %s: deleted pod %s", key, a->name);
 	return 0;
 }
 
 /* --- events and the job --- */
 
 static void write_event(const struct actions_ctx *ctx, const struct job *j, const cJSON *job_obj,
-                        const struct action *a)
+                        const struct action *a, const char *key)
 {
-	emit(ctx, j, job_obj, a->event_type, a->reason, a->message);
+	char err[ERR_LEN];
+
+	if (event_recorder_emit(ctx->events, ctx->api, j, job_obj, a->event_type, a->reason,
+	                        a->message, err) < 0)
+		log_warn("job %s: event %s: %s", key, a->reason, err);
 	if (strcmp(a->event_type, EVENT_WARNING) == 0)
-		log_warn("job %s/%s: %s: %s", j->ns, j->name, a->reason, a->message);
+		log_warn("job %s: %s: %s", key, a->reason, a->message);
 	else
-		log_info("job %s/%s: %s: %s", j->ns, j->name, a->reason, a->message);
+		log_info("job %s: %s: %s", key, a->reason, a->message);
 }
 
 static int delete_job(const struct actions_ctx *ctx, const struct job *j, char *err)
@@ -260,7 +347,7 @@ static int delete_job(const struct actions_ctx *ctx, const struct job *j, char *
 	char path[KUBE_PATH_LEN];
 	struct kube_result res = {0};
 
-	if (kube_path(path, MWJ_GROUP, MWJ_VERSION, j->ns, MWJ_PLURAL, j->name) < 0)
+	if (kube_path(path, JOB_GROUP, JOB_VERSION, j->ns, JOB_PLURAL, j->name) < 0)
 		return err_set(err, "delete job '%s/%s': path too long", j->ns, j->name);
 	if (kube_delete(ctx->api, path, j->uid, "Background", -1, 1, &res, err) < 0)
 		return res.status == 409 ? 0 : -1;
@@ -268,38 +355,92 @@ static int delete_job(const struct actions_ctx *ctx, const struct job *j, char *
 	return 0;
 }
 
+/* --- the order --- */
+
+/* Keeps the first failure's message in first (ERR_LEN) and says the pass
+ * failed. */
+static void failed(int *rc, char *first, const char *err)
+{
+	if (*rc == 0)
+		snprintf(first, ERR_LEN, "%s", err);
+	*rc = -1;
+}
+
+/* Step 1: the objects. Returns whether every one is there now. */
+static int make_objects(const struct actions_ctx *ctx, const struct job *j,
+                        const struct reconcile_output *out, struct job_status *st, const char *key,
+                        int *rc, char *first)
+{
+	char err[ERR_LEN];
+	int all = 1;
+
+	for (int k = 0; k < out->nactions; k++) {
+		const struct action *a = &out->actions[k];
+		if (a->kind == ACT_CREATE_OBJECT &&
+		    create_object(ctx, j, a->object, st, key, err) < 0) {
+			failed(rc, first, err);
+			all = 0;
+		}
+	}
+	return all;
+}
+
+/* Step 3: pods, then the Events and the job's end. Pod creates are made
+ * from j with the status just written (the names of its objects). */
+static void touch_pods(const struct actions_ctx *ctx, const struct job *j, const cJSON *job_obj,
+                       const struct reconcile_output *out, const struct job_status *st, int creates,
+                       const char *key, int *rc, char *first)
+{
+	struct job jw = *j;
+	char err[ERR_LEN];
+
+	jw.status = *st; /* borrowed: never released through jw */
+	for (int k = 0; k < out->nactions; k++) {
+		const struct action *a = &out->actions[k];
+		int r = 0;
+		if (a->kind == ACT_CREATE_POD && creates)
+			r = create_pod(ctx, &jw, job_obj, a, key, err);
+		else if (a->kind == ACT_DELETE_POD)
+			r = delete_pod(ctx, j, a, key, err);
+		if (r < 0)
+			failed(rc, first, err);
+	}
+	for (int k = 0; k < out->nactions; k++) {
+		const struct action *a = &out->actions[k];
+		if (a->kind == ACT_EVENT)
+			write_event(ctx, j, job_obj, a, key);
+		else if (a->kind == ACT_DELETE_JOB && delete_job(ctx, j, err) < 0)
+			failed(rc, first, err);
+	}
+}
+
 int actions_run(const struct actions_ctx *ctx, const struct job *j, const cJSON *job_obj,
                 const struct reconcile_output *out, char *err)
 {
-	char key[2 * JOB_NAME_LEN];
+	char key[2 * JOB_NAME_LEN], first[ERR_LEN] = "";
+	struct job_status st;
+	int rc = 0, objects;
 
 	job_key(j, key, sizeof(key));
-	if (write_status(ctx, j, job_obj, &out->status, err) < 0)
-		return err_prefix(err, "job %s: status", key);
-	for (int k = 0; k < out->nactions; k++) {
-		const struct action *a = &out->actions[k];
-		int rc = 0;
-		switch (a->kind) {
-		case ACT_CREATE_SERVICE:
-		case ACT_CREATE_SECRET:
-		case ACT_CREATE_NETWORK_POLICY:
-			rc = create_object(ctx, j, a->kind, err);
-			break;
-		case ACT_CREATE_POD:
-			rc = create_pod(ctx, j, job_obj, a, key, err);
-			break;
-		case ACT_DELETE_POD:
-			rc = delete_pod(ctx, j, a, key, err);
-			break;
-		case ACT_EVENT:
-			write_event(ctx, j, job_obj, a);
-			break;
-		case ACT_DELETE_JOB:
-			rc = delete_job(ctx, j, err);
-			break;
+	job_status_copy(&st, &out->status);
+	objects = make_objects(ctx, j, out, &st, key, &rc, first);
+	if (!objects) {
+		/* No pod is created without the objects it relies on: those
+		 * creates are not sent, and the status must not say they were. */
+		for (int k = 0; k < out->nactions; k++) {
+			int i = out->actions[k].index;
+			if (out->actions[k].kind == ACT_CREATE_POD && i >= 0 && i < st.nworkers &&
+			    i < j->status.nworkers)
+				st.sent[i] = j->status.sent[i];
 		}
-		if (rc < 0)
-			return err_prefix(err, "job %s: %s", key, reconcile_action_name(a->kind));
 	}
-	return 0;
+	if (write_status(ctx, j, job_obj, &st, err) < 0) {
+		job_status_release(&st);
+		return err_prefix(err, "job %s: status", key);
+	}
+	touch_pods(ctx, j, job_obj, out, &st, objects, key, &rc, first);
+	job_status_release(&st);
+	if (rc < 0)
+		snprintf(err, ERR_LEN, "%s", first);
+	return rc;
 }

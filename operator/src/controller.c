@@ -2,6 +2,7 @@
  * controller.h. */
 #include "controller.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +19,7 @@
 #include "timefmt.h"
 #include "timers.h"
 
-#define SELECTOR   LABEL_MANAGED_BY "=" MANAGED_BY
-#define MWJ_GROUP  "training.mwj.io"
-#define OWNER_KIND "MultiWorkerJob"
+#define SELECTOR LABEL_MANAGED_BY "=" MANAGED_BY
 
 /* How many times one pass reads the job again after a 409 Conflict. */
 #define CONFLICT_RETRIES 3
@@ -115,8 +114,8 @@ static const cJSON *job_owner(const cJSON *obj)
 	{
 		const char *kind = str_member(ref, "kind"), *api = str_member(ref, "apiVersion");
 		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ref, "controller")) && kind &&
-		    strcmp(kind, OWNER_KIND) == 0 && api &&
-		    strncmp(api, MWJ_GROUP "/", sizeof(MWJ_GROUP)) == 0 &&
+		    strcmp(kind, JOB_KIND) == 0 && api &&
+		    strncmp(api, JOB_GROUP "/", sizeof(JOB_GROUP)) == 0 &&
 		    str_member(ref, "name") && str_member(ref, "uid"))
 			return ref;
 	}
@@ -135,39 +134,55 @@ static int owner_key(const cJSON *obj, char *out, size_t n)
 	return (size_t)snprintf(out, n, "%s/%s", ns, str_member(ref, "name")) < n ? 0 : -1;
 }
 
-static int owned_by(const cJSON *obj, const char *ns, const char *uid)
-{
-	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-	const cJSON *ref = job_owner(obj);
-	const char *ons = str_member(meta, "namespace");
-
-	return ref && ons && strcmp(ons, ns) == 0 && strcmp(str_member(ref, "uid"), uid) == 0;
-}
-
 /* --- handlers: what changed -> which job to look at --- */
-
-static void on_job(void *ctx, enum informer_op op, const cJSON *old, const cJSON *obj)
-{
-	struct controller *c = ctx;
-	char key[WORKQUEUE_KEY_LEN];
-
-	(void)old;
-	if (informer_key(obj, key, sizeof(key)) < 0)
-		return;
-	if (op == INFORMER_DELETE) {
-		expectations_forget(&c->expect, key);
-		create_outcomes_forget(&c->outcomes, key);
-		written_forget(c, key);
-		return;
-	}
-	workqueue_add(&c->queue, key);
-}
 
 static int marked_for_deletion(const cJSON *obj)
 {
 	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
 
 	return cJSON_GetObjectItemCaseSensitive(meta, "deletionTimestamp") != NULL;
+}
+
+static double generation(const cJSON *obj)
+{
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	const cJSON *g = cJSON_GetObjectItemCaseSensitive(meta, "generation");
+
+	return cJSON_IsNumber(g) ? g->valuedouble : -1;
+}
+
+/* Whether an update changed the job's status alone: the same generation
+ * (the API server raises it for every change of the spec) and the same
+ * deletion state. Such an update, which the operator's own status write
+ * makes, gives no reason to look at the job again. */
+static int status_only(const cJSON *old, const cJSON *obj)
+{
+	return old != NULL && generation(old) == generation(obj) &&
+	       marked_for_deletion(old) == marked_for_deletion(obj);
+}
+
+static void on_job(void *ctx, enum informer_op op, const cJSON *old, const cJSON *obj)
+{
+	struct controller *c = ctx;
+	char key[WORKQUEUE_KEY_LEN];
+
+	if (informer_key(obj, key, sizeof(key)) < 0)
+		return;
+	if (op == INFORMER_DELETE) {
+		const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+		const char *uid = str_member(meta, "uid");
+		expectations_forget(&c->expect, key);
+		create_outcomes_forget(&c->outcomes, key);
+		written_forget(c, key);
+		if (uid != NULL)
+			event_recorder_forget(&c->events, uid);
+		return;
+	}
+	if (op == INFORMER_UPDATE && status_only(old, obj)) {
+		__atomic_fetch_add(&c->status_only_updates, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	workqueue_add(&c->queue, key);
 }
 
 static void on_pod(void *ctx, enum informer_op op, const cJSON *old, const cJSON *obj)
@@ -219,25 +234,48 @@ static void on_owned(void *ctx, enum informer_op op, const cJSON *old, const cJS
 
 /* --- one pass --- */
 
-struct pod_filter {
-	const char *ns, *uid;
-};
-
 static int keep_owned(const cJSON *obj, void *ctx)
 {
-	const struct pod_filter *f = ctx;
-
-	return owned_by(obj, f->ns, f->uid);
+	return pod_spec_owned(obj, ctx);
 }
 
-/* Whether the cache holds an object ns/name owned by the job. */
-static int have_owned(struct informer *inf, const struct job *j, const char *name)
+/* Whether the cache holds the job's object what, owned by the job. */
+static int have_owned(struct informer *inf, const struct job *j, enum job_object what)
 {
-	cJSON *obj = informer_get(inf, j->ns, name);
-	int have = obj && owned_by(obj, j->ns, j->uid);
+	char name[JOB_NAME_LEN];
+	cJSON *obj;
+	int have;
 
+	pod_spec_object_name(j, what, name);
+	obj = informer_get(inf, j->ns, name);
+	have = obj && pod_spec_owned(obj, j);
 	cJSON_Delete(obj);
 	return have;
+}
+
+/* --- namespaces being deleted --- */
+
+static void terminating_set(struct controller *c, const char *ns)
+{
+	pthread_mutex_lock(&c->terminating_lock);
+	strmap_put(&c->terminating, ns,
+	           (void *)(intptr_t)(timers_now_ms() + CONTROLLER_TERMINATING_MS));
+	pthread_mutex_unlock(&c->terminating_lock);
+}
+
+/* Whether ns was found being deleted a short while ago. */
+static int terminating(struct controller *c, const char *ns)
+{
+	long long until;
+
+	pthread_mutex_lock(&c->terminating_lock);
+	until = (long long)(intptr_t)strmap_get(&c->terminating, ns);
+	if (until != 0 && until <= timers_now_ms()) {
+		strmap_remove(&c->terminating, ns);
+		until = 0;
+	}
+	pthread_mutex_unlock(&c->terminating_lock);
+	return until != 0;
 }
 
 static long long wall_ms(void)
@@ -284,6 +322,79 @@ static int fail_refused(const struct reconcile_input *pass_in, const struct acti
 	return rc;
 }
 
+/* The job's pods from the cache, read into views (a new array of *n,
+ * with room for the job's workers more, which the caller frees). */
+static struct pod_view *cached_pods(struct controller *c, const struct job *j, const char *key,
+                                    int *n)
+{
+	cJSON *list = informer_list(&c->pods, keep_owned, (void *)j), *pod;
+	struct pod_view *pods =
+	    xcalloc((size_t)cJSON_GetArraySize(list) + (size_t)j->workers + 1, sizeof(*pods));
+
+	*n = 0;
+	cJSON_ArrayForEach(pod, list)
+	{
+		char perr[ERR_LEN];
+		if (pod_view_parse(&pods[*n], j, pod, perr) == 0)
+			(*n)++;
+		else
+			log_warn("job %s: a pod it owns is unreadable: %s", key, perr);
+	}
+	cJSON_Delete(list);
+	return pods;
+}
+
+static int has_pod(const struct pod_view *pods, int n, const char *name)
+{
+	for (int k = 0; k < n; k++)
+		if (strcmp(pods[k].name, name) == 0)
+			return 1;
+	return 0;
+}
+
+/* A worker whose create was sent (status.sentAttempts) at the attempt it
+ * is on, whose pod the cache lacks, and of whose create this replica
+ * knows nothing (it has just become the leader, or the answer was lost):
+ * reconcile would pass that attempt over. The pod is read by its name
+ * first, the cache may only lag behind its predecessor's create; one
+ * found is added to pods (room for it: cached_pods). Returns 0, or -1
+ * with err when a read failed (the pass is retried). */
+static int read_unknown_creates(struct controller *c, const struct job *j,
+                                const struct create_outcome *outcomes, struct pod_view *pods,
+                                int *n, char *err)
+{
+	const struct job_status *st = &j->status;
+	char name[JOB_NAME_LEN], path[KUBE_PATH_LEN];
+
+	for (int i = 0; i < j->workers && i < st->nworkers; i++) {
+		long attempt = st->attempts[i] < 0 ? 0 : st->attempts[i];
+		int seen_gone = st->restarting[i] == CAUSE_NONE && st->attempts[i] >= 0;
+		struct kube_result res = {0};
+		cJSON *pod = NULL;
+		if (seen_gone || st->sent[i] < attempt ||
+		    (outcomes[i].attempt == attempt && outcomes[i].result != CREATE_UNKNOWN))
+			continue;
+		pod_spec_pod_name(j, i, name);
+		if (has_pod(pods, *n, name))
+			continue;
+		if (kube_path(path, "", "v1", j->ns, "pods", name) < 0)
+			return err_set(err, "get pod '%s': path too long", name);
+		if (kube_get(c->api, path, &pod, &res, err) < 0) {
+			if (res.status == 404)
+				continue;
+			return -1;
+		}
+		cache_keep_pod(pod);
+		if (pod_spec_owned(pod, j) && pod_view_parse(&pods[*n], j, pod, err) == 0) {
+			log_info("job %s/%s: pod %s exists, though the cache has not shown it yet",
+			         j->ns, j->name, name);
+			(*n)++;
+		}
+		cJSON_Delete(pod);
+	}
+	return 0;
+}
+
 /* Reconciles the job parsed from obj once. Returns 0, 1 when the status
  * write met a 409 Conflict (read again and recompute), -1 with err. */
 static int pass(struct controller *c, const char *key, const cJSON *obj, char *err)
@@ -291,63 +402,62 @@ static int pass(struct controller *c, const char *key, const cJSON *obj, char *e
 	struct job j;
 	struct reconcile_input in = {0};
 	struct reconcile_output out;
-	struct pod_filter f;
 	struct pod_view *pods = NULL;
-	struct create_outcome *outcomes;
-	cJSON *list = NULL, *pod, *written = NULL;
-	char now[TIMEFMT_LEN], secret[JOB_NAME_LEN + 16], policy[JOB_NAME_LEN + 16];
+	struct create_outcome *outcomes, objects[JOB_OBJECTS];
+	cJSON *written = NULL;
+	char now[TIMEFMT_LEN];
 	struct kube_result res = {0};
 	char refused[ERR_LEN] = "";
-	int rc = 0, n = 0;
+	int rc = 0, n = 0, ns_terminating = 0;
 	long long now_ms;
 
 	if (job_parse(&j, obj, err) < 0) {
 		log_warn("job %s: not a MultiWorkerJob the operator can read: %s", key, err);
 		return 0;
 	}
-	f.ns = j.ns;
-	f.uid = j.uid;
-	list = informer_list(&c->pods, keep_owned, &f);
-	pods = xcalloc((size_t)cJSON_GetArraySize(list) + 1, sizeof(*pods));
-	cJSON_ArrayForEach(pod, list)
-	{
-		char perr[ERR_LEN];
-		if (pod_view_parse(&pods[n], &j, pod, perr) == 0)
-			n++;
-		else
-			log_warn("job %s: a pod it owns is unreadable: %s", key, perr);
+	pods = cached_pods(c, &j, key, &n);
+	outcomes = xcalloc((size_t)j.workers + 1, sizeof(*outcomes));
+	create_outcomes_get(&c->outcomes, key, j.workers, outcomes, objects);
+	if (!j.deleting && read_unknown_creates(c, &j, outcomes, pods, &n, err) < 0) {
+		free(outcomes);
+		free(pods);
+		job_release(&j);
+		return -1;
 	}
-	snprintf(secret, sizeof(secret), "%s-ring-key", j.name);
-	snprintf(policy, sizeof(policy), "%s-ring", j.name);
 	now_ms = wall_ms();
 	timefmt_rfc3339((time_t)(now_ms / 1000), now);
 	in.job = &j;
 	in.pods = pods;
 	in.npods = n;
-	in.have_service = have_owned(&c->services, &j, j.name);
-	in.have_secret = have_owned(&c->secrets, &j, secret);
-	in.have_network_policy = have_owned(&c->policies, &j, policy);
+	in.have_service = have_owned(&c->services, &j, OBJ_SERVICE);
+	in.have_network_policy = have_owned(&c->policies, &j, OBJ_NETWORK_POLICY);
 	in.now_s = now_ms / 1000;
 	in.now = now;
-	outcomes = xcalloc((size_t)j.workers + 1, sizeof(*outcomes));
-	create_outcomes_get(&c->outcomes, key, j.workers, outcomes);
 	in.outcomes = outcomes;
+	in.object_outcomes = objects;
 	reconcile(&in, &out);
 
 	struct actions_ctx actx = {
 	    .api = c->api,
 	    .expect = &c->expect,
 	    .outcomes = &c->outcomes,
-	    .instance = c->cfg.instance,
+	    .events = &c->events,
 	    .counters = &c->counts,
 	    .written = &written,
 	    .status_result = &res,
 	    .refused = refused,
+	    .namespace_terminating = &ns_terminating,
 	};
 	if (actions_run(&actx, &j, obj, &out, err) < 0)
 		rc = res.status == 409 ? 1 : -1;
 	if (refused[0] != '\0' && !j.invalid[0])
 		rc = fail_refused(&in, &actx, obj, refused, &written, err);
+	if (ns_terminating) {
+		/* Nothing can be made there any more; the namespace controller
+		 * deletes the job. No retry, no back-off to grow. */
+		terminating_set(c, j.ns);
+		rc = rc < 0 ? 0 : rc;
+	}
 	if (written)
 		written_put(c, key, resource_version(obj), written);
 	if (rc == 0 && out.requeue_at_s >= 0) {
@@ -357,7 +467,6 @@ static int pass(struct controller *c, const char *key, const cJSON *obj, char *e
 	reconcile_output_release(&out);
 	free(outcomes);
 	free(pods);
-	cJSON_Delete(list);
 	job_release(&j);
 	return rc;
 }
@@ -379,6 +488,10 @@ int controller_sync(struct controller *c, const char *key, char *err)
 		return err_set(err, "job key '%s' is not namespace/name", key);
 	memcpy(ns, key, (size_t)(slash - key));
 	ns[slash - key] = '\0';
+	if (terminating(c, ns)) {
+		log_debug("job %s: its namespace is being deleted; left alone", key);
+		return 0;
+	}
 	obj = informer_get(&c->jobs, ns, slash + 1);
 	if (obj == NULL) {
 		expectations_forget(&c->expect, key);
@@ -407,7 +520,7 @@ int controller_sync(struct controller *c, const char *key, char *err)
 		/* 409: someone changed the job since the cache's copy. Read it
 		 * from the server and decide again; never overwrite. */
 		log_info("job %s: changed meanwhile (409 Conflict); reading it again", key);
-		if (kube_path(path, MWJ_GROUP, "v1", ns, "multiworkerjobs", slash + 1) < 0)
+		if (kube_path(path, JOB_GROUP, JOB_VERSION, ns, JOB_PLURAL, slash + 1) < 0)
 			return err_set(err, "job %s: path too long", key);
 		struct kube_result res = {0};
 		if (kube_get(c->api, path, &obj, &res, err) < 0)
@@ -462,7 +575,7 @@ static void informer_setup(struct controller *c, struct informer *inf, const cha
 
 static struct informer *informers(struct controller *c, int k)
 {
-	struct informer *all[] = {&c->jobs, &c->pods, &c->services, &c->secrets, &c->policies};
+	struct informer *all[] = {&c->jobs, &c->pods, &c->services, &c->policies};
 
 	return all[k];
 }
@@ -487,15 +600,16 @@ int controller_init(struct controller *c, struct kube_api *api, const struct con
 		return -1;
 	expectations_init(&c->expect, 0);
 	create_outcomes_init(&c->outcomes);
+	event_recorder_init(&c->events, c->cfg.instance);
+	pthread_mutex_init(&c->terminating_lock, NULL);
+	strmap_init(&c->terminating);
 	pthread_mutex_init(&c->written_lock, NULL);
 	strmap_init(&c->written);
-	informer_setup(c, &c->jobs, "multiworkerjobs", MWJ_GROUP, "multiworkerjobs", NULL, on_job,
+	informer_setup(c, &c->jobs, JOB_PLURAL, JOB_GROUP, JOB_PLURAL, NULL, on_job,
 	               cache_keep_job);
 	informer_setup(c, &c->pods, "pods", "", "pods", SELECTOR, on_pod, cache_keep_pod);
 	c->pods.cfg.relisted = on_pods_listed;
 	informer_setup(c, &c->services, "services", "", "services", SELECTOR, on_owned,
-	               cache_keep_metadata);
-	informer_setup(c, &c->secrets, "secrets", "", "secrets", SELECTOR, on_owned,
 	               cache_keep_metadata);
 	informer_setup(c, &c->policies, "networkpolicies", "networking.k8s.io", "networkpolicies",
 	               SELECTOR, on_owned, cache_keep_metadata);
@@ -516,8 +630,8 @@ int controller_start(struct controller *c, int sync_ms, char *err)
 			    informers(c, k)->cfg.name, sync_ms, informers(c, k)->cfg.name);
 			return -1;
 		}
-	log_info("caches filled: watching multiworkerjobs, pods, services, secrets and "
-	         "networkpolicies in %s",
+	log_info("caches filled: watching multiworkerjobs, pods, services and networkpolicies in "
+	         "%s",
 	         c->cfg.namespace && c->cfg.namespace[0] ? c->cfg.namespace : "every namespace");
 	for (int k = 0; k < c->cfg.workers; k++) {
 		int rc = pthread_create(&c->threads[k], NULL, worker_main, c);
@@ -584,6 +698,9 @@ void controller_stop(struct controller *c)
 	workqueue_release(&c->queue);
 	expectations_release(&c->expect);
 	create_outcomes_release(&c->outcomes);
+	event_recorder_release(&c->events);
+	strmap_release(&c->terminating, NULL);
+	pthread_mutex_destroy(&c->terminating_lock);
 	strmap_release(&c->written, written_free);
 	pthread_mutex_destroy(&c->written_lock);
 }

@@ -5,18 +5,29 @@
  *
  * and the watch then shows the writes, which closes the loop.
  *
- * Informers follow the MultiWorkerJobs, and the Pods, Services, Secrets
- * and NetworkPolicies labelled app.kubernetes.io/managed-by: mwj-operator.
- * Any change to one of a job's objects queues the job's key. Worker
- * threads take keys (never two on one key), read the job and its objects
- * from the caches, reconcile, write the new status first (a merge patch of
- * /status, only when it changed) and then run the actions: creates and
- * deletes of pods (remembered as expectations until the watch shows them,
- * so that a quick second pass never creates a pod twice), the Service,
- * Secret and NetworkPolicy, Events, and a finished job's deletion when its
- * time to live is over. A failed pass comes back after a per-key back-off;
- * a pass that asks to look again at a time (a deadline, a time to live)
- * gets a timer.
+ * Informers follow the MultiWorkerJobs, and the Pods, Services and
+ * NetworkPolicies labelled app.kubernetes.io/managed-by: mwj-operator.
+ * Secrets are never read: the operator creates each job's ring key under
+ * a name the API server generates and records in the job's status.
+ *
+ * What queues a job's key: a change of its spec or metadata (a new
+ * metadata.generation, a deletion; an update of its status alone, the
+ * operator's own status writes above all, does not, as
+ * controller-runtime's GenerationChangedPredicate has it), any change to
+ * one of its pods, Service or NetworkPolicy, a resync, a timer, and a
+ * failed pass's back-off. Worker threads take keys (never two on one
+ * key), read the job and its objects from the caches, reconcile, and run
+ * the actions (actions.h): the job's objects, the status (only when it
+ * changed), creates and deletes of pods (remembered as expectations until
+ * the watch shows them, so that a quick second pass never creates a pod
+ * twice), Events, and a finished job's deletion when its time to live is
+ * over. A pass that failed, a create the API server refused among them,
+ * comes back after the key's back-off (capped at a minute), so a refusal
+ * that lasts costs a few requests a minute; a pass that asks to look
+ * again at a time (a deadline, a time to live) gets a timer. A create
+ * refused because the job's namespace is being deleted stops every pass
+ * over the jobs of that namespace for a while: the namespace controller
+ * is deleting them.
  *
  * A pod's replacement under the same name waits for the old pod's DELETED
  * event: creating it before is 409 AlreadyExists on a real server (the old
@@ -28,6 +39,7 @@
 
 #include "actions.h"
 #include "create_outcomes.h"
+#include "event_recorder.h"
 #include "expectations.h"
 #include "histogram.h"
 #include "informer.h"
@@ -55,10 +67,15 @@ struct controller_config {
 struct controller {
 	struct controller_config cfg;
 	struct kube_api *api;
-	struct informer jobs, pods, services, secrets, policies;
+	struct informer jobs, pods, services, policies;
 	struct workqueue queue;
 	struct expectations expect;
 	struct create_outcomes outcomes;
+	struct event_recorder events;
+	/* Namespaces being deleted, as refusals said: namespace -> until when
+	 * (monotonic ms, cast to a pointer) their jobs are left alone. */
+	pthread_mutex_t terminating_lock;
+	struct strmap terminating;
 	pthread_t threads[CONTROLLER_WORKERS_MAX];
 	int nthreads;
 	/* The job as the operator's last status write returned it, per job
@@ -67,11 +84,16 @@ struct controller {
 	struct strmap written;
 	/* Counters, for logs and metrics. */
 	unsigned long reconciles, reconcile_errors, passes_dropped;
+	unsigned long status_only_updates; /* job updates dropped: nothing to do */
 	struct actions_counters counts;
 	struct histogram reconcile_time;
 };
 
-#define CONTROLLER_INFORMERS 5
+#define CONTROLLER_INFORMERS 4
+
+/* How long the jobs of a namespace being deleted are left alone before a
+ * pass looks again. */
+#define CONTROLLER_TERMINATING_MS (60LL * 1000)
 
 /* Sets c up: nothing runs yet, but metrics and health may read it from
  * here on. api must outlive c. Returns 0, or -1 with a message. */

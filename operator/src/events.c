@@ -55,12 +55,11 @@ static void involved_object(cJSON *ev, const struct job *j, const cJSON *job_obj
 	const char *rv = meta_string(job_obj, "resourceVersion");
 	cJSON *o = json_out_obj(ev, "involvedObject");
 
-	json_out_str(o, "kind", "MultiWorkerJob");
+	json_out_str(o, "kind", JOB_KIND);
 	json_out_str(o, "namespace", j->ns);
 	json_out_str(o, "name", j->name);
 	json_out_str(o, "uid", j->uid);
-	json_out_str(o, "apiVersion",
-	             cJSON_IsString(api) ? api->valuestring : "training.mwj.io/v1");
+	json_out_str(o, "apiVersion", cJSON_IsString(api) ? api->valuestring : JOB_API_VERSION);
 	if (rv != NULL)
 		json_out_str(o, "resourceVersion", rv);
 }

@@ -234,6 +234,35 @@ static void spec_parse(struct job *j, const cJSON *spec)
 	checkpoint_parse(j, spec);
 }
 
+/* A job that has started keeps its number of workers: the status has an
+ * attempt for each (workerAttempts), and every pod's TF_CONFIG names that
+ * many. spec.workers is immutable (the CRD's rule); on a server too old
+ * to enforce it, an edited count is reported (reconcile) and not used. */
+static void workers_started(struct job *j, const cJSON *status)
+{
+	const cJSON *attempts = cJSON_GetObjectItemCaseSensitive(status, "workerAttempts");
+	int n = cJSON_IsArray(attempts) ? cJSON_GetArraySize(attempts) : 0;
+
+	if (n >= 1 && n <= JOB_WORKERS_MAX && n != j->workers)
+		j->workers = n;
+}
+
+/* Operators of release 0.1 named the ring key "<job>-ring-key" and did not
+ * record it: a job they started, whose status has attempts but no
+ * Secret, goes on with that key, or its new pods could not join the ring
+ * of its running ones. */
+static void legacy_ring_key(struct job *j)
+{
+	struct job_status *st = &j->status;
+	int started = 0;
+
+	for (int i = 0; i < st->nworkers; i++)
+		started |= st->attempts[i] >= 0 || st->sent[i] >= 0;
+	if (started && st->ring_key_secret[0] == '\0')
+		snprintf(st->ring_key_secret, sizeof(st->ring_key_secret), "%.*s-ring-key",
+		         (int)sizeof(st->ring_key_secret) - 10, j->name);
+}
+
 int job_parse(struct job *j, const cJSON *obj, char *err)
 {
 	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
@@ -253,11 +282,16 @@ int job_parse(struct job *j, const cJSON *obj, char *err)
 		return -1;
 	}
 	spec_parse(j, spec);
-	/* Names are checked only for a spec otherwise good: the worker count
-	 * they depend on may be the wrong one. */
+	j->workers_spec = j->workers;
+	workers_started(j, cJSON_GetObjectItemCaseSensitive(obj, "status"));
+	/* Names and mounts are checked only for a spec otherwise good: the
+	 * worker count they depend on may be the wrong one. */
 	if (j->invalid[0] == '\0')
 		pod_spec_check_names(j, j->invalid);
+	if (j->invalid[0] == '\0')
+		pod_spec_check_mounts(j, j->invalid);
 	job_status_parse(&j->status, cJSON_GetObjectItemCaseSensitive(obj, "status"), j->workers);
+	legacy_ring_key(j);
 	return 0;
 }
 

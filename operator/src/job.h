@@ -16,6 +16,13 @@
 
 #include "err.h"
 
+/* The resource, as the CRD (crds/) defines it. */
+#define JOB_GROUP       "training.mwj.io"
+#define JOB_VERSION     "v1"
+#define JOB_API_VERSION JOB_GROUP "/" JOB_VERSION
+#define JOB_KIND        "MultiWorkerJob"
+#define JOB_PLURAL      "multiworkerjobs"
+
 #define JOB_NAME_LEN       254
 #define JOB_UID_LEN        64
 #define JOB_TIME_LEN       32 /* "2026-11-25T01:02:03Z" */
@@ -79,14 +86,24 @@ struct job_status {
 	long *attempts;
 	enum restart_cause *restarting;
 	long *sent;
+	/* The names the API server generated for the job's ring-key Secret
+	 * and TF_CONFIG ConfigMap ("" until made), recorded before any pod
+	 * refers to them: the operator creates them but never reads them
+	 * back (it may not read Secrets). */
+	char ring_key_secret[JOB_NAME_LEN];
+	char tf_config_map[JOB_NAME_LEN];
 };
 
 struct job {
 	char ns[JOB_NAME_LEN], name[JOB_NAME_LEN], uid[JOB_UID_LEN];
 	long long generation;
 	int deleting; /* metadata.deletionTimestamp is set */
-	/* The spec. */
-	int workers, port;
+	/* The spec. workers is the job's number of workers: spec.workers as
+	 * the job started (the status' workerAttempts has one entry each);
+	 * workers_spec is spec.workers as now written, which differs when
+	 * someone edited a running job's count on a server that does not
+	 * enforce the CRD's rule that it is immutable. */
+	int workers, workers_spec, port;
 	enum restart_policy restart_policy;
 	enum restart_scope restart_scope;
 	enum clean_pod_policy clean_pod_policy;

@@ -178,6 +178,9 @@ void job_status_parse(struct job_status *s, const cJSON *status, int nworkers)
 		                 json_in_str(failure, "reason"));
 	}
 	bookkeeping_parse(s, status);
+	copy_whole(s->ring_key_secret, sizeof(s->ring_key_secret),
+	           json_in_str(status, "ringKeySecret"));
+	copy_whole(s->tf_config_map, sizeof(s->tf_config_map), json_in_str(status, "tfConfigMap"));
 }
 
 void job_status_copy(struct job_status *dst, const struct job_status *src)
@@ -298,6 +301,8 @@ cJSON *job_status_to_json(const struct job_status *s)
 		put_nonempty(sub, "reason", s->last_failure_reason);
 	}
 	bookkeeping_to_json(o, s);
+	put_nonempty(o, "ringKeySecret", s->ring_key_secret);
+	put_nonempty(o, "tfConfigMap", s->tf_config_map);
 	return o;
 }
 

@@ -153,11 +153,12 @@ static void copy_line(char *out, size_t n, const char *src, size_t len)
 
 void kube_resp_parse_status(struct kube_resp *resp)
 {
-	const cJSON *kind, *reason, *message, *details, *retry;
+	const cJSON *kind, *reason, *message, *details, *cause, *retry;
 	cJSON *root;
 
 	resp->reason[0] = '\0';
 	resp->message[0] = '\0';
+	resp->cause[0] = '\0';
 	if (resp->body == NULL || resp->body_len == 0)
 		return;
 	root = json_parse(resp->body, resp->body_len, NULL);
@@ -176,6 +177,11 @@ void kube_resp_parse_status(struct kube_resp *resp)
 		copy_line(resp->message, sizeof(resp->message), message->valuestring,
 		          strlen(message->valuestring));
 	details = cJSON_GetObjectItemCaseSensitive(root, "details");
+	cause = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(details, "causes"), 0), "reason");
+	if (cJSON_IsString(cause))
+		copy_line(resp->cause, sizeof(resp->cause), cause->valuestring,
+		          strlen(cause->valuestring));
 	retry = cJSON_GetObjectItemCaseSensitive(details, "retryAfterSeconds");
 	if (resp->retry_after_s < 0 && cJSON_IsNumber(retry) && retry->valuedouble >= 0)
 		resp->retry_after_s = retry->valuedouble > RETRY_AFTER_MAX_S
@@ -452,6 +458,7 @@ static void set_result(struct kube_result *res, const struct kube_resp *resp)
 	res->maybe_applied = resp->maybe_applied;
 	snprintf(res->reason, sizeof(res->reason), "%s", resp->reason);
 	snprintf(res->message, sizeof(res->message), "%s", resp->message);
+	snprintf(res->cause, sizeof(res->cause), "%s", resp->cause);
 }
 
 /* Sends v, and on a 2xx parses the reply into *out (when out is not NULL). */
@@ -472,6 +479,7 @@ static int do_verb(struct kube_api *api, const struct verb *v, cJSON **out, stru
 		res->maybe_applied = 0;
 		res->reason[0] = '\0';
 		res->message[0] = '\0';
+		res->cause[0] = '\0';
 	}
 	describe(what, sizeof(what), v->path, v->obj_name);
 	if (v->body != NULL) {

@@ -55,6 +55,9 @@ struct kube_resp {
 	size_t body_len;
 	char reason[KUBE_REASON_LEN]; /* "NotFound", "Conflict", "AlreadyExists", ... */
 	char message[ERR_LEN];
+	/* The reason of the Status' first details.causes entry ("" when none):
+	 * "NamespaceTerminating" for a namespace being deleted. */
+	char cause[KUBE_REASON_LEN];
 	int retry_after_s;
 	/* An earlier try of this request got no answer or a 5xx, so it may
 	 * have been carried out: a 409 AlreadyExists after it may be its own
@@ -188,8 +191,9 @@ int kube_api_watch(struct kube_api *api, const char *path, int idle_ms, kube_str
 struct kube_result {
 	long status;
 	char reason[KUBE_REASON_LEN];
-	char message[ERR_LEN]; /* the Status' message, or "" */
-	int maybe_applied;     /* as in struct kube_resp */
+	char message[ERR_LEN];       /* the Status' message, or "" */
+	char cause[KUBE_REASON_LEN]; /* as in struct kube_resp */
+	int maybe_applied;           /* as in struct kube_resp */
 };
 
 int kube_get(struct kube_api *api, const char *path, cJSON **out, struct kube_result *res,

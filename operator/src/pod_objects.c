@@ -1,6 +1,7 @@
 /* pod_objects.c - the objects a job's pods rely on: the headless Service
  * that gives them DNS names, the Secret holding the ring key and the
- * NetworkPolicy that keeps strangers off the ring port (pod_spec.h). */
+ * NetworkPolicy that keeps strangers off the ring port (pod_spec.h). The
+ * TF_CONFIG ConfigMap is built beside the TF_CONFIG, in pod_spec.c. */
 #include "pod_spec.h"
 
 #include <stdio.h>
@@ -8,15 +9,21 @@
 #include "base64.h"
 #include "json_out.h"
 
-/* A new object {apiVersion, kind, metadata} named name, owned by j. */
-static cJSON *object_new(const struct job *j, const char *api_version, const char *kind,
-                         const char *name)
+/* A new object {apiVersion, kind, metadata} of j's object what, owned by
+ * j, named as pod_spec_object_name says (generated: its generateName). */
+static cJSON *object_new(const struct job *j, const char *api_version, enum job_object what)
 {
 	cJSON *o = json_out_new();
+	char name[JOB_NAME_LEN];
+	int generated = what == OBJ_SECRET || what == OBJ_CONFIG_MAP;
+	cJSON *meta;
 
+	pod_spec_object_name(j, what, name);
 	json_out_str(o, "apiVersion", api_version);
-	json_out_str(o, "kind", kind);
-	json_out_item(o, "metadata", pod_spec_metadata(j, name));
+	json_out_str(o, "kind", pod_spec_object_kind(what));
+	meta = json_out_item(o, "metadata", pod_spec_metadata(j, generated ? NULL : name));
+	if (generated)
+		json_out_str(meta, "generateName", name);
 	return o;
 }
 
@@ -30,7 +37,7 @@ static void job_pod_selector(cJSON *parent, const char *key, const struct job *j
 
 cJSON *pod_spec_service(const struct job *j)
 {
-	cJSON *svc = object_new(j, "v1", "Service", j->name);
+	cJSON *svc = object_new(j, "v1", OBJ_SERVICE);
 	cJSON *spec = json_out_obj(svc, "spec");
 	cJSON *port;
 
@@ -48,7 +55,6 @@ cJSON *pod_spec_service(const struct job *j)
 
 cJSON *pod_spec_secret(const struct job *j, const unsigned char *key, size_t key_len)
 {
-	char name[JOB_NAME_LEN + 16];
 	char encoded[BASE64_ENCODED_LEN(RING_KEY_BYTES) + 1];
 	cJSON *secret;
 
@@ -58,8 +64,7 @@ cJSON *pod_spec_secret(const struct job *j, const unsigned char *key, size_t key
 		key_len = RING_KEY_BYTES;
 	if (base64_encode(encoded, sizeof(encoded), key, key_len, NULL) < 0)
 		encoded[0] = '\0';
-	snprintf(name, sizeof(name), "%s-ring-key", j->name);
-	secret = object_new(j, "v1", "Secret", name);
+	secret = object_new(j, "v1", OBJ_SECRET);
 	json_out_str(secret, "type", "Opaque");
 	json_out_str(json_out_obj(secret, "data"), "key", encoded);
 	return secret;
@@ -77,11 +82,9 @@ static void port_range(cJSON *ports, const char *protocol, int first, int last)
 
 cJSON *pod_spec_network_policy(const struct job *j)
 {
-	char name[JOB_NAME_LEN + 16];
 	cJSON *np, *spec, *ingress, *rule, *port;
 
-	snprintf(name, sizeof(name), "%s-ring", j->name);
-	np = object_new(j, "networking.k8s.io/v1", "NetworkPolicy", name);
+	np = object_new(j, "networking.k8s.io/v1", OBJ_NETWORK_POLICY);
 	spec = json_out_obj(np, "spec");
 	job_pod_selector(spec, "podSelector", j);
 	json_out_str(json_out_arr(spec, "policyTypes"), NULL, "Ingress");

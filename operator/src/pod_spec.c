@@ -7,16 +7,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "json_out.h"
 #include "tf_config.h"
 
 #define LABEL_MAX     63  /* an RFC 1123 / DNS-1035 label */
 #define SUBDOMAIN_MAX 253 /* an RFC 1123 subdomain */
-#define POD_INFIX     "-worker-"
+/* What the API server keeps of a generateName (63 less its 5 characters). */
+#define GENERATE_NAME_MAX 58
+#define POD_INFIX         "-worker-"
 
 /* The operator's own volumes; a user's of the same name gives way. */
 #define VOLUME_CHECKPOINT "mwj-checkpoint"
 #define VOLUME_RING_KEY   "mwj-ring-key"
+#define VOLUME_TF_CONFIG  "mwj-tf-config"
 
 /* A TF_CONFIG address: "<pod>.<job>.<ns>.svc:<port>". */
 #define ADDRESS_LEN (3 * JOB_NAME_LEN + 16)
@@ -29,10 +33,11 @@ static int is_lower_alnum(char c)
 }
 
 /* Whether the len bytes at s are an RFC 1123 label (DNS-1035 when
- * letter_first: a Service name must start with a letter). */
-static int is_label(const char *s, size_t len, int letter_first)
+ * letter_first: a Service name must start with a letter) of at most max
+ * characters. */
+static int is_label_max(const char *s, size_t len, int letter_first, size_t max)
 {
-	if (len == 0 || len > LABEL_MAX || !is_lower_alnum(s[0]) || !is_lower_alnum(s[len - 1]))
+	if (len == 0 || len > max || !is_lower_alnum(s[0]) || !is_lower_alnum(s[len - 1]))
 		return 0;
 	if (letter_first && !(s[0] >= 'a' && s[0] <= 'z'))
 		return 0;
@@ -43,7 +48,14 @@ static int is_label(const char *s, size_t len, int letter_first)
 	return 1;
 }
 
-/* Whether s is an RFC 1123 subdomain: labels joined by dots, 253 at most. */
+static int is_label(const char *s, size_t len, int letter_first)
+{
+	return is_label_max(s, len, letter_first, LABEL_MAX);
+}
+
+/* Whether s is an RFC 1123 subdomain as Kubernetes checks one
+ * (IsDNS1123Subdomain): labels joined by dots, 253 characters at most in
+ * all (a label itself is not held to 63). */
 static int is_subdomain(const char *s)
 {
 	size_t len = strlen(s);
@@ -53,7 +65,7 @@ static int is_subdomain(const char *s)
 		return 0;
 	for (const char *p = s;; p++) {
 		if (*p == '.' || *p == '\0') {
-			if (!is_label(label, (size_t)(p - label), 0))
+			if (!is_label_max(label, (size_t)(p - label), 0, SUBDOMAIN_MAX))
 				return 0;
 			if (*p == '\0')
 				return 1;
@@ -103,12 +115,70 @@ int pod_spec_check_names(const struct job *j, char *why)
 	snprintf(name, sizeof(name), "%s" POD_INFIX "%d", j->name, workers - 1);
 	if (!is_subdomain(name) || !is_label(name, strlen(name), 0))
 		return err_set(why, "pod name '%s' is not a valid hostname", name);
-	snprintf(name, sizeof(name), "%s-ring-key", j->name);
-	if (!is_subdomain(name))
-		return err_set(why, "Secret name '%s' is not a valid name", name);
-	snprintf(name, sizeof(name), "%s-ring", j->name);
-	if (!is_subdomain(name))
-		return err_set(why, "NetworkPolicy name '%s' is not a valid name", name);
+	for (int k = 0; k < JOB_OBJECTS; k++) {
+		pod_spec_object_name(j, (enum job_object)k, name);
+		/* The API server cuts a generateName to 58 characters and ends
+		 * it with five of its own, such as these (SimpleNameGenerator). */
+		if (k == OBJ_SECRET || k == OBJ_CONFIG_MAP) {
+			name[strnlen(name, GENERATE_NAME_MAX)] = '\0';
+			strcat(name, "x7k2q");
+		}
+		if (!is_subdomain(name))
+			return err_set(why, "%s name '%s' is not a valid name",
+			               pod_spec_object_kind((enum job_object)k), name);
+	}
+	return 0;
+}
+
+void pod_spec_object_name(const struct job *j, enum job_object what, char *out)
+{
+	static const char *const suffixes[] = {"-ring-key-", "-tf-config-", "", "-ring"};
+	char name[JOB_NAME_LEN + 32];
+
+	snprintf(name, sizeof(name), "%s%s", j->name,
+	         (unsigned)what < JOB_OBJECTS ? suffixes[what] : "");
+	snprintf(out, JOB_NAME_LEN, "%.*s", JOB_NAME_LEN - 1, name);
+}
+
+const char *pod_spec_object_kind(enum job_object what)
+{
+	static const char *const kinds[] = {"Secret", "ConfigMap", "Service", "NetworkPolicy"};
+
+	return (unsigned)what < JOB_OBJECTS ? kinds[what] : "?";
+}
+
+/* Whether path is dir or lies inside it ("/a/b" in "/a"; "/ab" is not
+ * in "/a"); trailing slashes do not count. */
+static int path_within(const char *path, const char *dir)
+{
+	size_t plen = strlen(path), dlen = strlen(dir);
+
+	while (plen > 1 && path[plen - 1] == '/')
+		plen--;
+	while (dlen > 1 && dir[dlen - 1] == '/')
+		dlen--;
+	if (dlen == 1)
+		return 1; /* everything lies inside "/" */
+	return plen >= dlen && strncmp(path, dir, dlen) == 0 && (plen == dlen || path[dlen] == '/');
+}
+
+int pod_spec_check_mounts(const struct job *j, char *why)
+{
+	static const char *const own[][2] = {{SECRET_MOUNT_DIR, "the ring key"},
+	                                     {TF_CONFIG_MOUNT_DIR, "the TF_CONFIG file"}};
+	const char *mount = j->checkpoint_mount;
+
+	if (j->checkpoint_volume == NULL)
+		return 0;
+	for (size_t k = 0; k < sizeof(own) / sizeof(own[0]); k++) {
+		if (path_within(mount, own[k][0]) || path_within(own[k][0], mount))
+			return err_set(
+			    why,
+			    "'spec.checkpoint.mountPath' '%.256s' collides with %s, which "
+			    "the operator mounts at %s in every worker: choose another "
+			    "folder, such as /mwj/checkpoint",
+			    mount, own[k][1], own[k][0]);
+	}
 	return 0;
 }
 
@@ -129,19 +199,49 @@ cJSON *pod_spec_metadata(const struct job *j, const char *name)
 	cJSON *meta = json_out_new();
 	cJSON *labels, *owner;
 
-	json_out_str(meta, "name", name);
+	if (name != NULL)
+		json_out_str(meta, "name", name);
 	json_out_str(meta, "namespace", j->ns);
 	labels = json_out_obj(meta, "labels");
 	json_out_str(labels, LABEL_JOB_NAME, j->name);
 	json_out_str(labels, LABEL_MANAGED_BY, MANAGED_BY);
 	owner = json_out_item(json_out_arr(meta, "ownerReferences"), NULL, json_out_new());
-	json_out_str(owner, "apiVersion", "training.mwj.io/v1");
-	json_out_str(owner, "kind", "MultiWorkerJob");
+	json_out_str(owner, "apiVersion", JOB_API_VERSION);
+	json_out_str(owner, "kind", JOB_KIND);
 	json_out_str(owner, "name", j->name);
 	json_out_str(owner, "uid", j->uid);
 	json_out_bool(owner, "controller", 1);
 	json_out_bool(owner, "blockOwnerDeletion", 1);
 	return meta;
+}
+
+/* A string member of obj, or NULL. */
+static const char *str_member(const cJSON *obj, const char *name)
+{
+	const cJSON *s = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+	return cJSON_IsString(s) ? s->valuestring : NULL;
+}
+
+int pod_spec_owned(const cJSON *obj, const struct job *j)
+{
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	const char *ns = str_member(meta, "namespace");
+	const cJSON *ref;
+
+	if (ns == NULL || strcmp(ns, j->ns) != 0)
+		return 0;
+	cJSON_ArrayForEach(ref, cJSON_GetObjectItemCaseSensitive(meta, "ownerReferences"))
+	{
+		const char *kind = str_member(ref, "kind"), *api = str_member(ref, "apiVersion");
+		const char *uid = str_member(ref, "uid");
+
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ref, "controller")))
+			return kind && strcmp(kind, JOB_KIND) == 0 && api &&
+			       strncmp(api, JOB_GROUP "/", strlen(JOB_GROUP "/")) == 0 && uid &&
+			       strcmp(uid, j->uid) == 0;
+	}
+	return 0;
 }
 
 /* --- The worker pod --- */
@@ -240,23 +340,87 @@ static void add_env(cJSON *env, const char *name, const char *value)
 	json_out_str(e, "value", value);
 }
 
+/* Every worker's address, "<pod>.<job>.<ns>.svc:<port>": an array of
+ * j->workers strings in one allocation, which the caller frees. */
+static char **addresses(const struct job *j)
+{
+	size_t n = (size_t)j->workers;
+	char **list = xcalloc(n + 1, sizeof(*list) + ADDRESS_LEN);
+	char *text = (char *)(list + n + 1);
+	char pod[JOB_NAME_LEN];
+
+	for (size_t i = 0; i < n; i++) {
+		pod_spec_pod_name(j, (int)i, pod);
+		list[i] = text + i * ADDRESS_LEN;
+		snprintf(list[i], ADDRESS_LEN, "%s.%s.%s.svc:%d", pod, j->name, j->ns, j->port);
+	}
+	return list;
+}
+
 /* TF_CONFIG for worker index. A new string the caller frees, or NULL. */
 static char *tf_config_text(const struct job *j, int index, char *err)
 {
-	char(*addrs)[ADDRESS_LEN] = xcalloc((size_t)j->workers, sizeof(*addrs));
-	const char **list = xcalloc((size_t)j->workers, sizeof(*list));
-	char pod[JOB_NAME_LEN];
-	char *text;
+	char **list = addresses(j);
+	char *text = tf_config_format((const char *const *)list, j->workers, index, err);
 
+	free(list);
+	return text;
+}
+
+int pod_spec_tf_config_in_file(const struct job *j)
+{
+	/* The length of "TF_CONFIG=" and the JSON tf_config_format writes
+	 * (unformatted, and nothing in an address needs escaping) for the
+	 * last index, the longest, with the string's NUL. */
+	size_t len = strlen("TF_CONFIG=") +
+	             strlen("{\"cluster\":{\"worker\":[]},\"task\":{"
+	                    "\"type\":\"worker\",\"index\":}}") +
+	             (size_t)digit_count(j->workers - 1) + 1;
+	char pod[JOB_NAME_LEN], port[16];
+
+	snprintf(port, sizeof(port), "%d", j->port);
 	for (int i = 0; i < j->workers; i++) {
 		pod_spec_pod_name(j, i, pod);
-		snprintf(addrs[i], ADDRESS_LEN, "%s.%s.%s.svc:%d", pod, j->name, j->ns, j->port);
-		list[i] = addrs[i];
+		/* "<pod>.<job>.<ns>.svc:<port>", quoted, and a comma after all
+		 * but the last */
+		len += strlen(pod) + 1 + strlen(j->name) + 1 + strlen(j->ns) + strlen(".svc:") +
+		       strlen(port) + 2 + (i > 0);
 	}
-	text = tf_config_format(list, j->workers, index, err);
+	return len > POD_SPEC_ENV_STRING_MAX;
+}
+
+cJSON *pod_spec_tf_config_map(const struct job *j, char *err)
+{
+	char **list = addresses(j);
+	char *check = tf_config_format((const char *const *)list, j->workers, 0, err);
+	char prefix[JOB_NAME_LEN];
+	cJSON *cluster = json_out_new(), *cm, *meta;
+	char *text;
+
+	/* The cluster passes the workers' own parser (tf_config_format checks
+	 * what it makes), before it goes to them. */
+	free(check);
+	if (check == NULL) {
+		free(list);
+		cJSON_Delete(cluster);
+		return NULL;
+	}
+	json_out_item(json_out_obj(cluster, "cluster"), "worker",
+	              cJSON_CreateStringArray((const char *const *)list, j->workers));
 	free(list);
-	free(addrs);
-	return text;
+	text = json_print(cluster);
+	cJSON_Delete(cluster);
+	if (text == NULL)
+		die("out of memory printing the cluster of job '%s/%s'", j->ns, j->name);
+	pod_spec_object_name(j, OBJ_CONFIG_MAP, prefix);
+	cm = json_out_new();
+	json_out_str(cm, "apiVersion", "v1");
+	json_out_str(cm, "kind", "ConfigMap");
+	meta = json_out_item(cm, "metadata", pod_spec_metadata(j, NULL));
+	json_out_str(meta, "generateName", prefix);
+	json_out_str(json_out_obj(cm, "data"), TF_CONFIG_FILE_KEY, text);
+	free(text);
+	return cm;
 }
 
 /* MWJ_BACKUP_DIR: <mountPath>/<namespace>/<job>, so that jobs sharing a
@@ -278,14 +442,20 @@ static int worker_env(cJSON *container, const struct job *j, int index, long att
 {
 	char dir[JOB_PATH_LEN + 2 * JOB_NAME_LEN + 4], num[24];
 	cJSON *user = cJSON_GetObjectItemCaseSensitive(container, "env");
-	char *tf = tf_config_text(j, index, err);
 	cJSON *env, *it;
 
-	if (tf == NULL)
-		return -1;
 	env = json_out_new_array();
-	add_env(env, "TF_CONFIG", tf);
-	free(tf);
+	if (pod_spec_tf_config_in_file(j)) {
+		add_env(env, "MWJ_TF_CONFIG_FILE", TF_CONFIG_MOUNT_DIR "/" TF_CONFIG_FILE_KEY);
+	} else {
+		char *tf = tf_config_text(j, index, err);
+		if (tf == NULL) {
+			cJSON_Delete(env);
+			return -1;
+		}
+		add_env(env, "TF_CONFIG", tf);
+		free(tf);
+	}
 	add_env(env, "MWJ_JOB_NAME", j->name);
 	snprintf(num, sizeof(num), "%d", j->workers);
 	add_env(env, "MWJ_NUM_WORKERS", num);
@@ -336,20 +506,67 @@ static void add_volume(cJSON *volumes, cJSON *mounts, const char *name, const cJ
 		json_out_bool(m, "readOnly", 1);
 }
 
+/* The ring key, mode 0400, and the TF_CONFIG file, in the worker
+ * container only; the checkpoint volume. */
 static void worker_volumes(cJSON *spec, cJSON *container, const struct job *j)
 {
 	cJSON *volumes = array_member(spec, "volumes");
 	cJSON *mounts = array_member(container, "volumeMounts");
-	char secret[JOB_NAME_LEN + 16];
-	cJSON *source = json_out_new();
+	cJSON *source = json_out_new(), *secret = json_out_obj(source, "secret");
 
-	snprintf(secret, sizeof(secret), "%s-ring-key", j->name);
-	json_out_str(json_out_obj(source, "secret"), "secretName", secret);
+	json_out_str(secret, "secretName", j->status.ring_key_secret);
+	json_out_num(secret, "defaultMode", 0400);
 	add_volume(volumes, mounts, VOLUME_RING_KEY, source, SECRET_MOUNT_DIR, 1);
 	cJSON_Delete(source);
+	if (pod_spec_tf_config_in_file(j)) {
+		source = json_out_new();
+		json_out_str(json_out_obj(source, "configMap"), "name", j->status.tf_config_map);
+		add_volume(volumes, mounts, VOLUME_TF_CONFIG, source, TF_CONFIG_MOUNT_DIR, 1);
+		cJSON_Delete(source);
+	}
 	if (j->checkpoint_volume != NULL)
 		add_volume(volumes, mounts, VOLUME_CHECKPOINT, j->checkpoint_volume,
 		           j->checkpoint_mount, 0);
+}
+
+/* securityContext.<name> of obj as a number, or -1. */
+static double security_number(const cJSON *obj, const char *name)
+{
+	const cJSON *sc = cJSON_GetObjectItemCaseSensitive(obj, "securityContext");
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(sc, name);
+
+	return cJSON_IsNumber(v) && v->valuedouble >= 0 ? v->valuedouble : -1;
+}
+
+/* The key's file is 0400 and root's: the kubelet gives it, and every
+ * process of the pod, the pod's fsGroup (adding group read), so that a
+ * worker that does not run as root reads it. A template that names no
+ * fsGroup gets the worker's group as the template says it (runAsGroup,
+ * else runAsUser, the container's over the pod's), else that of mwj's
+ * worker image; a worker that runs as root needs none. OnRootMismatch:
+ * the kubelet walks a checkpoint volume only when its top differs. */
+static void worker_fs_group(cJSON *spec, const cJSON *container)
+{
+	const char *order[] = {"runAsGroup", "runAsUser"};
+	cJSON *sc = cJSON_GetObjectItemCaseSensitive(spec, "securityContext");
+	double group = -1;
+
+	if (security_number(spec, "fsGroup") >= 0)
+		return;
+	for (int k = 0; k < 2 && group < 0; k++) {
+		group = security_number(container, order[k]);
+		if (group < 0)
+			group = security_number(spec, order[k]);
+	}
+	if (group < 0)
+		group = POD_SPEC_DEFAULT_FS_GROUP;
+	if (group == 0)
+		return;
+	if (!cJSON_IsObject(sc))
+		sc = json_out_set(spec, "securityContext", json_out_new());
+	json_out_num(sc, "fsGroup", group);
+	if (cJSON_GetObjectItemCaseSensitive(sc, "fsGroupChangePolicy") == NULL)
+		json_out_str(sc, "fsGroupChangePolicy", "OnRootMismatch");
 }
 
 /* The ring port: a user's declaration of it (same number, TCP) is kept;
@@ -397,6 +614,13 @@ cJSON *pod_spec_pod(const struct job *j, int index, long attempt, char *err)
 		        index, j->workers - 1);
 		return NULL;
 	}
+	if (j->status.ring_key_secret[0] == '\0' ||
+	    (pod_spec_tf_config_in_file(j) && j->status.tf_config_map[0] == '\0')) {
+		err_set(err, "job '%s/%s': its %s is not made yet", j->ns, j->name,
+		        j->status.ring_key_secret[0] == '\0' ? "ring-key Secret"
+		                                             : "TF_CONFIG ConfigMap");
+		return NULL;
+	}
 	pod_spec_pod_name(j, index, name);
 	pod = json_out_new();
 	json_out_str(pod, "apiVersion", "v1");
@@ -406,6 +630,10 @@ cJSON *pod_spec_pod(const struct job *j, int index, long attempt, char *err)
 	json_out_set(spec, "restartPolicy", cJSON_CreateString("Never"));
 	json_out_set(spec, "hostname", cJSON_CreateString(name));
 	json_out_set(spec, "subdomain", cJSON_CreateString(j->name));
+	/* The worker needs no API token; a template that says otherwise
+	 * (true or false) is kept. */
+	if (cJSON_GetObjectItemCaseSensitive(spec, "automountServiceAccountToken") == NULL)
+		json_out_bool(spec, "automountServiceAccountToken", 0);
 	container = pod_spec_worker_container(cJSON_GetObjectItemCaseSensitive(spec, "containers"));
 	if (worker_env(container, j, index, attempt, err) < 0) {
 		err_prefix(err, "job '%s/%s'", j->ns, j->name);
@@ -413,6 +641,7 @@ cJSON *pod_spec_pod(const struct job *j, int index, long attempt, char *err)
 		return NULL;
 	}
 	worker_volumes(spec, container, j);
+	worker_fs_group(spec, container);
 	worker_port(container, j->port);
 	return pod;
 }

@@ -72,8 +72,8 @@ static const char *worker_name(const cJSON *pod, const struct job *j)
 }
 
 /* The worker container's state: terminated exit code and reason, or its
- * waiting reason and message. */
-static void container_parse(struct pod_view *p, const cJSON *status, const char *worker)
+ * waiting reason and message. Returns whether it has terminated. */
+static int container_parse(struct pod_view *p, const cJSON *status, const char *worker)
 {
 	const cJSON *list = array_or_null(status, "containerStatuses");
 	const cJSON *it;
@@ -101,8 +101,9 @@ static void container_parse(struct pod_view *p, const cJSON *status, const char 
 			json_in_copy_cut(p->waiting_message, sizeof(p->waiting_message),
 			                 json_in_str(wait, "message"));
 		}
-		return;
+		return cJSON_IsObject(term);
 	}
+	return 0;
 }
 
 /* The index label and attempt annotation: -1 when missing or malformed. */
@@ -156,6 +157,13 @@ int pod_view_parse(struct pod_view *p, const struct job *j, const cJSON *pod, ch
 	p->disrupted = condition_true(status, "DisruptionTarget") ||
 	               strcmp(p->status_reason, "Evicted") == 0 ||
 	               strcmp(p->status_reason, "Preempted") == 0;
-	container_parse(p, status, worker_name(pod, j));
+	if (container_parse(p, status, worker_name(pod, j)) &&
+	    (p->phase == POD_PENDING || p->phase == POD_RUNNING)) {
+		/* Ended beside a container that still runs. An exit code that
+		 * is not known reads as a failure, as for any pod. */
+		p->phase = p->exit_code == 0 ? POD_SUCCEEDED : POD_FAILED;
+		p->held = 1;
+		p->ready = 0;
+	}
 	return 0;
 }

@@ -151,7 +151,9 @@ static void after_the_end(struct pass *p)
 		const struct pod_view *pod = &p->in->pods[k];
 		int running = pod->phase == POD_PENDING || pod->phase == POD_RUNNING ||
 		              pod->phase == POD_UNKNOWN;
-		if (j->clean_pod_policy == CLEAN_ALL ||
+		/* A pod whose worker has ended but a sidecar holds goes
+		 * whatever the policy says: nothing else would stop it. */
+		if (pod->held || j->clean_pod_policy == CLEAN_ALL ||
 		    (j->clean_pod_policy == CLEAN_RUNNING && running))
 			delete_pod(p, pod);
 	}
@@ -301,6 +303,8 @@ static void create_unseen(struct pass *p, int i, long attempt)
 
 	switch (create_result_of(p, i, attempt)) {
 	case CREATE_REFUSED:
+	case CREATE_NAME_BUSY:
+	case CREATE_NOT_OWNED: /* the job fails (name_conflict) */
 		return;
 	case CREATE_DONE:
 		count_preemption(p, i, attempt, "was deleted before the operator saw it");
@@ -421,14 +425,38 @@ static void delete_strays(struct pass *p)
 	}
 }
 
+/* Whether the job's object what exists, as far as this pass knows: the
+ * Secret and ConfigMap by the names the status records (a create whose
+ * name was not recorded is made again); the Service and NetworkPolicy in
+ * the caches, or created by this replica a moment ago. */
+static int have_object(const struct pass *p, enum job_object what)
+{
+	const struct create_outcome *o =
+	    p->in->object_outcomes ? &p->in->object_outcomes[what] : NULL;
+	int created = o && o->result == CREATE_DONE;
+
+	switch (what) {
+	case OBJ_SECRET:
+		return p->st->ring_key_secret[0] != '\0';
+	case OBJ_CONFIG_MAP:
+		return p->st->tf_config_map[0] != '\0' || !pod_spec_tf_config_in_file(p->job);
+	case OBJ_SERVICE:
+		return p->in->have_service || created;
+	case OBJ_NETWORK_POLICY:
+		return p->in->have_network_policy || created;
+	case JOB_OBJECTS:
+		break;
+	}
+	return 1;
+}
+
+/* Creates what the pods rely on; the pods' creates wait for them
+ * (actions.c). */
 static void ensure_objects(struct pass *p)
 {
-	if (!p->in->have_secret)
-		add_action(p, ACT_CREATE_SECRET);
-	if (!p->in->have_network_policy)
-		add_action(p, ACT_CREATE_NETWORK_POLICY);
-	if (!p->in->have_service)
-		add_action(p, ACT_CREATE_SERVICE);
+	for (int k = 0; k < JOB_OBJECTS; k++)
+		if (!have_object(p, (enum job_object)k))
+			add_action(p, ACT_CREATE_OBJECT)->object = (enum job_object)k;
 }
 
 /* Under restartScope All, a restart deletes every pod of the job. */
@@ -506,6 +534,98 @@ static void report_stuck(struct pass *p)
 	}
 }
 
+/* --- what the API server said --- */
+
+/* What this replica knows of index i's create at the attempt it is on,
+ * while its pod is missing; NULL when nothing is known. */
+static const struct create_outcome *pod_outcome(const struct pass *p, int i)
+{
+	const struct create_outcome *o = p->in->outcomes ? &p->in->outcomes[i] : NULL;
+
+	if (o == NULL || p->by_index[i] != NULL || o->attempt != attempt_to_create(p, i))
+		return NULL;
+	return o;
+}
+
+/* The first of the job's missing objects, then of its missing pods, whose
+ * create got result: a description into msg (JOB_MESSAGE_LEN). Returns
+ * whether there is one. */
+static int first_answer(const struct pass *p, enum create_result result, char *msg)
+{
+	char name[JOB_NAME_LEN];
+
+	for (int k = 0; p->in->object_outcomes && k < JOB_OBJECTS; k++) {
+		const struct create_outcome *o = &p->in->object_outcomes[k];
+		if (o->result == result && !have_object(p, (enum job_object)k)) {
+			say(msg, "cannot create the %s of the job: %s",
+			    pod_spec_object_kind((enum job_object)k), o->message);
+			return 1;
+		}
+	}
+	for (int i = 0; i < p->job->workers; i++) {
+		const struct create_outcome *o = pod_outcome(p, i);
+		if (o && o->result == result) {
+			pod_spec_pod_name(p->job, i, name);
+			say(msg, "cannot create pod %s (worker %d): %s", name, i, o->message);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* A name the job needs is taken by an object it does not own, which the
+ * operator never uses: the job fails, saying which. Returns 1 then. */
+static int name_conflict(struct pass *p)
+{
+	char msg[JOB_MESSAGE_LEN];
+
+	if (!first_answer(p, CREATE_NOT_OWNED, msg))
+		return 0;
+	finish(p, 0, "NameConflict", msg);
+	return 1;
+}
+
+/* Whether every object and worker pod of the job was created: seen, or
+ * answered 201 to this replica. */
+static int all_created(const struct pass *p)
+{
+	for (int k = 0; k < JOB_OBJECTS; k++)
+		if (!have_object(p, (enum job_object)k))
+			return 0;
+	for (int i = 0; i < p->job->workers; i++) {
+		const struct create_outcome *o = pod_outcome(p, i);
+		if (p->by_index[i] == NULL && !(o && o->result == CREATE_DONE))
+			return 0;
+	}
+	return 1;
+}
+
+/* Created: True once the job's objects and every worker's pod were
+ * created (and so it stays while workers are recreated); False with the
+ * API's own words while a create is refused, told once by an event per
+ * refusal; False while the first creates are on their way. */
+static void created_condition(struct pass *p)
+{
+	const struct job_condition *was = job_status_condition(&p->job->status, "Created");
+	char msg[JOB_MESSAGE_LEN];
+
+	if (first_answer(p, CREATE_REFUSED, msg)) {
+		if (!(was && strcmp(was->reason, "CreateRefused") == 0 &&
+		      strcmp(was->message, msg) == 0))
+			event(p, EVENT_WARNING, "CreateRefused", "%s", msg);
+		job_status_set_condition(p->st, "Created", "False", "CreateRefused", msg,
+		                         p->in->now);
+	} else if ((was && strcmp(was->status, "True") == 0) || all_created(p)) {
+		job_status_set_condition(p->st, "Created", "True", "PodsCreated",
+		                         "the objects and every worker pod of the job were created",
+		                         p->in->now);
+	} else {
+		say(msg, "creating the objects and the %d worker pod%s of the job", p->job->workers,
+		    p->job->workers == 1 ? "" : "s");
+		job_status_set_condition(p->st, "Created", "False", "Creating", msg, p->in->now);
+	}
+}
+
 /* The worker counts: the pods as they are now. */
 static void count_workers(struct pass *p)
 {
@@ -543,8 +663,7 @@ static void summarize(struct pass *p)
 		running += pod && !pod->deleting &&
 		           (pod->phase == POD_RUNNING || pod->phase == POD_SUCCEEDED);
 	}
-	job_status_set_condition(st, "Created", "True", "PodsCreated",
-	                         "the Service and every worker pod were created", p->in->now);
+	created_condition(p);
 	if (restarting) {
 		st->phase = PHASE_RESTARTING;
 		job_status_set_condition(st, "Restarting", "True", "WorkersRestarting",
@@ -606,6 +725,21 @@ static int suspension(struct pass *p)
 	return 0;
 }
 
+/* spec.workers edited on a running job, on a server that did not refuse
+ * it (the CRD's rule needs Kubernetes 1.25): told once per edit (a new
+ * generation), and not acted on. */
+static void workers_edited(struct pass *p)
+{
+	const struct job *j = p->job;
+
+	if (j->workers_spec != j->workers && j->generation != j->status.observed_generation)
+		event(p, EVENT_WARNING, "WorkersImmutable",
+		      "spec.workers was changed to %d; the job keeps its %d workers, whose "
+		      "TF_CONFIG names them all: delete the job and create it again to change "
+		      "the number",
+		      j->workers_spec, j->workers);
+}
+
 /* What is told once, the first time the operator sees the job. */
 static void first_sight(struct pass *p)
 {
@@ -623,6 +757,8 @@ static void run_job(struct pass *p)
 {
 	struct job_status *st = p->st;
 
+	if (name_conflict(p))
+		return;
 	ensure_objects(p);
 	if (!st->start_time[0])
 		snprintf(st->start_time, sizeof(st->start_time), "%s", p->in->now);
@@ -669,6 +805,7 @@ void reconcile(const struct reconcile_input *in, struct reconcile_output *out)
 	} else {
 		if (p.st->phase == PHASE_NONE)
 			first_sight(&p);
+		workers_edited(&p);
 		/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
 		p.by_index = xcalloc((size_t)j->workers, sizeof(*p.by_index));
 		index_pods(&p);
@@ -693,8 +830,7 @@ void reconcile_output_release(struct reconcile_output *out)
 
 const char *reconcile_action_name(enum action_kind k)
 {
-	static const char *const names[] = {"CreateService", "CreateSecret", "CreateNetworkPolicy",
-	                                    "CreatePod",     "DeletePod",    "Event",
+	static const char *const names[] = {"CreateObject", "CreatePod", "DeletePod", "Event",
 	                                    "DeleteJob"};
 	return (size_t)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
 }

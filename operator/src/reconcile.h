@@ -50,25 +50,48 @@
 #ifndef MWJ_RECONCILE_H
 #define MWJ_RECONCILE_H
 
-#include "create_outcomes.h"
 #include "job.h"
 #include "pod_spec.h"
 
 /* How long a pod may wait on its image or config before a user is told. */
 #define RECONCILE_STUCK_S 60
 
+/* What the API server answered to a create the operator sent: created
+ * (201); refused with an answer that says nothing was created (a 4xx: a
+ * quota, Pod Security, a ServiceAccount not yet made, an admission
+ * webhook); a pod's name still held by the job's own earlier pod, which
+ * is terminating (409: nothing was created, and the watch will show it
+ * gone); its name taken by an object the job does not own; or nothing
+ * known (no create, no answer, a 5xx). */
+enum create_result {
+	CREATE_UNKNOWN,
+	CREATE_DONE,
+	CREATE_REFUSED,
+	CREATE_NAME_BUSY,
+	CREATE_NOT_OWNED
+};
+
+#define CREATE_MESSAGE_LEN 512
+
+struct create_outcome {
+	long attempt; /* a pod's attempt (0 for an object); -1: no create known */
+	enum create_result result;
+	/* REFUSED: the API's answer ("403 Forbidden: exceeded quota: ...");
+	 * NOT_OWNED: what holds the name; else "". */
+	char message[CREATE_MESSAGE_LEN];
+};
+
 enum action_kind {
-	ACT_CREATE_SERVICE,
-	ACT_CREATE_SECRET,
-	ACT_CREATE_NETWORK_POLICY,
-	ACT_CREATE_POD, /* index, attempt */
-	ACT_DELETE_POD, /* name, uid (a precondition) */
-	ACT_EVENT,      /* event_type, reason, message */
-	ACT_DELETE_JOB, /* its time to live is over */
+	ACT_CREATE_OBJECT, /* object: the Secret, ConfigMap, Service or NetworkPolicy */
+	ACT_CREATE_POD,    /* index, attempt */
+	ACT_DELETE_POD,    /* name, uid (a precondition) */
+	ACT_EVENT,         /* event_type, reason, message */
+	ACT_DELETE_JOB,    /* its time to live is over */
 };
 
 struct action {
 	enum action_kind kind;
+	enum job_object object;
 	int index;
 	long attempt;
 	char name[JOB_NAME_LEN];
@@ -82,12 +105,16 @@ struct reconcile_input {
 	const struct job *job;
 	const struct pod_view *pods; /* the job's pods (owned by it), any order */
 	int npods;
-	int have_service, have_secret, have_network_policy;
+	/* The job's own Service and NetworkPolicy are in the caches (the
+	 * Secret and ConfigMap are known by the names in the status). */
+	int have_service, have_network_policy;
 	long long now_s; /* wall clock, Unix seconds */
 	const char *now; /* the same as RFC 3339 */
 	/* What became of this replica's creates, per worker index (as many
-	 * as job->workers), or NULL: nothing known. */
+	 * as job->workers) and per object (JOB_OBJECTS), or NULL: nothing
+	 * known. */
 	const struct create_outcome *outcomes;
+	const struct create_outcome *object_outcomes;
 };
 
 struct reconcile_output {

@@ -276,6 +276,7 @@ static void full_status(struct job_status *s)
 	s->restarting[2] = CAUSE_RESUME;
 	s->sent[0] = 2;
 	s->sent[1] = 3;
+	snprintf(s->ring_key_secret, sizeof(s->ring_key_secret), "mnist-ring-key-x7k2q");
 }
 
 #define FULL_STATUS_JSON                                                                           \
@@ -290,7 +291,7 @@ static void full_status(struct job_status *s)
 	"'lastFailure': {'pod': 'mnist-worker-1', 'exitCode': 137, 'reason': 'OOMKilled'}, "       \
 	"'workerAttempts': [2, 3, -1], 'sentAttempts': [2, 3, -1], "                               \
 	"'restartingWorkers': [{'index': 1, 'cause': 'Failure'}, {'index': 2, 'cause': "           \
-	"'Resume'}]}"
+	"'Resume'}], 'ringKeySecret': 'mnist-ring-key-x7k2q'}"
 
 static void test_job_status_to_json_writes_the_crds_field_names(void **state)
 {
@@ -330,6 +331,8 @@ static void test_job_status_round_trips_through_json(void **state)
 	assert_int_equal(back.restarting[2], CAUSE_RESUME);
 	assert_int_equal(back.sent[1], 3);
 	assert_int_equal(back.sent[2], -1);
+	assert_string_equal(back.ring_key_secret, "mnist-ring-key-x7k2q");
+	assert_string_equal(back.tf_config_map, "");
 	again = job_status_to_json(&back);
 	assert_true(cJSON_Compare(json, again, 1));
 	/* Nothing changed, nothing to write. */
@@ -559,9 +562,78 @@ static void test_job_phase_names_and_keys(void **state)
 	assert_string_equal(key, "ml/mnist-long-n");
 }
 
+/* A job started by an operator of release 0.1 has pods with the key
+ * "<job>-ring-key" and no name for it in its status: its new pods must
+ * use that key. A new job has none until the operator makes one. */
+static void test_job_parse_keeps_the_ring_key_of_a_job_started_before(void **state)
+{
+	static const struct {
+		const char *status;
+		const char *want;
+	} cases[] = {
+	    {"{'workerAttempts': [0, -1]}", "mnist-ring-key"},
+	    {"{'workerAttempts': [-1, -1], 'sentAttempts': [0, 0]}", "mnist-ring-key"},
+	    {"{'workerAttempts': [-1, -1]}", ""},
+	    {"{'workerAttempts': [0, 0], 'ringKeySecret': 'mnist-ring-key-ab12c'}",
+	     "mnist-ring-key-ab12c"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		char text[1024], err[ERR_LEN] = "";
+		struct job j;
+		cJSON *obj;
+
+		snprintf(text, sizeof(text),
+		         "{'metadata': {'name': 'mnist', 'namespace': 'ml', 'uid': 'u'}, 'spec': "
+		         "{'workers': 2, " TMPL "}, 'status': %s}",
+		         cases[i].status);
+		obj = json_doc_parse(text);
+		assert_int_equal(job_parse(&j, obj, err), 0);
+		assert_string_equal(j.status.ring_key_secret, cases[i].want);
+		job_release(&j);
+		cJSON_Delete(obj);
+	}
+}
+
+/* spec.workers of a job that has started stays what it started with. */
+static void test_job_parse_keeps_the_number_of_workers_a_job_started_with(void **state)
+{
+	static const struct {
+		const char *workers, *status;
+		int want, want_spec;
+	} cases[] = {
+	    {"2", "{}", 2, 2},
+	    {"3", "{'workerAttempts': [0, 0]}", 2, 3},
+	    {"1", "{'workerAttempts': [0, 4]}", 2, 1},
+	    {"2", "{'workerAttempts': 'x'}", 2, 2},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		char text[1024], err[ERR_LEN] = "";
+		struct job j;
+		cJSON *obj;
+
+		snprintf(text, sizeof(text),
+		         "{'metadata': {'name': 'mnist', 'namespace': 'ml', 'uid': 'u'}, 'spec': "
+		         "{'workers': %s, " TMPL "}, 'status': %s}",
+		         cases[i].workers, cases[i].status);
+		obj = json_doc_parse(text);
+		assert_int_equal(job_parse(&j, obj, err), 0);
+		assert_int_equal(j.workers, cases[i].want);
+		assert_int_equal(j.workers_spec, cases[i].want_spec);
+		assert_int_equal(j.status.nworkers, cases[i].want);
+		job_release(&j);
+		cJSON_Delete(obj);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_job_parse_keeps_the_ring_key_of_a_job_started_before),
+	    cmocka_unit_test(test_job_parse_keeps_the_number_of_workers_a_job_started_with),
 	    cmocka_unit_test(test_job_parse_applies_the_crds_defaults),
 	    cmocka_unit_test(test_job_parse_reads_every_field),
 	    cmocka_unit_test(test_job_parse_records_why_a_spec_cannot_be_honoured),

@@ -19,8 +19,10 @@
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
-#define FIXTURES "operator/tests/fixtures/"
-#define UID      "6f1d2c3b-0000-4000-8000-00000000a11f"
+/* The name the API server gave the job's Secret, as the status records it. */
+#define RING_KEY_SECRET "mnist-ring-key-x7k2q"
+#define FIXTURES        "operator/tests/fixtures/"
+#define UID             "6f1d2c3b-0000-4000-8000-00000000a11f"
 #define OWNER                                                                                      \
 	"'ownerReferences': [{'apiVersion': 'training.mwj.io/v1', 'kind': 'MultiWorkerJob', "      \
 	"'name': 'mnist', 'uid': 'u-1', 'controller': true, 'blockOwnerDeletion': true}]"
@@ -128,6 +130,7 @@ static cJSON *make_job(struct job *j, const char *spec_members)
 	obj = json_doc_parse(text);
 	if (job_parse(j, obj, err) != 0)
 		fail_msg("job_parse: %s", err);
+	snprintf(j->status.ring_key_secret, JOB_NAME_LEN, "%s", RING_KEY_SECRET);
 	return obj;
 }
 
@@ -182,7 +185,13 @@ static void test_pod_spec_builds_the_all_fields_example_worker_pod_exactly(void 
 	cJSON_AddStringToObject(meta, "uid", UID);
 	assert_int_equal(job_parse(&j, obj, err), 0);
 	assert_string_equal(j.invalid, "");
+	snprintf(j.status.ring_key_secret, JOB_NAME_LEN, "%s", RING_KEY_SECRET);
 	pod = pod_spec_pod(&j, 1, 2, err);
+	if (getenv("MWJ_WRITE_FIXTURE")) {
+		char *text = cJSON_Print(pod);
+		puts(text);
+		free(text);
+	}
 	assert_non_null(pod);
 	assert_same(pod, want);
 	/* The sidecar is the template's, untouched. */
@@ -366,7 +375,8 @@ static void test_pod_spec_mounts_its_volumes_in_place_of_the_users_of_the_same_n
 	assert_json_equal(
 	    cJSON_GetObjectItem(cJSON_GetObjectItem(pod, "spec"), "volumes"),
 	    "[{'name': 'data', 'emptyDir': {}}, "
-	    "{'name': 'mwj-ring-key', 'secret': {'secretName': 'mnist-ring-key'}}, "
+	    "{'name': 'mwj-ring-key', 'secret': {'secretName': 'mnist-ring-key-x7k2q', "
+	    "'defaultMode': 256}}, "
 	    "{'name': 'mwj-checkpoint', 'persistentVolumeClaim': {'claimName': 'c'}}]");
 	assert_json_equal(cJSON_GetObjectItem(container(pod, "worker"), "volumeMounts"),
 	                  "[{'name': 'data', 'mountPath': '/data'}, "
@@ -505,7 +515,7 @@ static void test_pod_spec_builds_the_ring_key_secret_exactly(void **state)
 	secret = pod_spec_secret(&j, key, sizeof(key));
 	assert_json_equal(secret,
 	                  "{'apiVersion': 'v1', 'kind': 'Secret', 'metadata': {"
-	                  "'name': 'mnist-ring-key', 'namespace': 'ml', " LABELS ", " OWNER
+	                  "'generateName': 'mnist-ring-key-', 'namespace': 'ml', " LABELS ", " OWNER
 	                  "}, 'type': 'Opaque', "
 	                  "'data': {'key': 'AAgQGCAoMDhASFBYYGhweICIkJigqLC4wMjQ2ODo8Pg='}}");
 	cJSON_Delete(secret);
@@ -582,6 +592,9 @@ static void test_pod_view_parse_reads_the_pod_fixtures(void **state)
 	     1795568523},
 	    {"deleting", "mnist-worker-0", 5, 0, POD_RUNNING, 1, 1, 0, -1, "", "", "", "",
 	     1795568523},
+	    /* The worker has ended, a sidecar runs on: the worker decides. */
+	    {"running-worker-done-beside-sidecar", "mnist-worker-1", 3, 1, POD_SUCCEEDED, 0, 0, 0,
+	     0, "", "Completed", "", "", 1795568524},
 	};
 	struct job j;
 	cJSON *obj = make_job(&j, "'workers': 4, 'template': {'spec': "
@@ -615,6 +628,8 @@ static void test_pod_view_parse_reads_the_pod_fixtures(void **state)
 			    p.deleting, p.disrupted, p.status_reason, p.exit_code, p.reason,
 			    p.waiting_reason, p.waiting_message, p.created_s);
 		assert_true(strncmp(p.uid, "0b6a1c2e-", 9) == 0);
+		/* Only a pod a sidecar holds must be deleted for it to stop. */
+		assert_int_equal(p.held, strstr(cases[i].file, "sidecar") != NULL);
 		cJSON_Delete(pod);
 	}
 	job_release(&j);
@@ -678,6 +693,278 @@ static void test_pod_view_parse_refuses_a_pod_without_a_name(void **state)
 	}
 }
 
+/* --- Least privilege, large clusters, mounts --- */
+
+static const cJSON *pod_spec_member(const cJSON *pod, const char *name)
+{
+	return cJSON_GetObjectItem(cJSON_GetObjectItem(pod, "spec"), name);
+}
+
+static void test_pod_spec_gives_the_worker_no_token_unless_asked(void **state)
+{
+	static const struct {
+		const char *template_value; /* the template's automountServiceAccountToken */
+		int want;
+	} cases[] = {{NULL, 0}, {"true", 1}, {"false", 0}};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		char spec[512], err[ERR_LEN] = "";
+		struct job j;
+		cJSON *obj, *pod;
+
+		snprintf(spec, sizeof(spec),
+		         "'workers': 1, 'template': {'spec': {%s%s%s'containers': [{'name': "
+		         "'worker', 'image': 'w'}]}}",
+		         cases[i].template_value ? "'automountServiceAccountToken': " : "",
+		         cases[i].template_value ? cases[i].template_value : "",
+		         cases[i].template_value ? ", " : "");
+		obj = make_job(&j, spec);
+		pod = pod_spec_pod(&j, 0, 0, err);
+		assert_non_null(pod);
+		assert_int_equal(cJSON_IsTrue(pod_spec_member(pod, "automountServiceAccountToken")),
+		                 cases[i].want);
+		assert_true(cJSON_IsBool(pod_spec_member(pod, "automountServiceAccountToken")));
+		cJSON_Delete(pod);
+		job_release(&j);
+		cJSON_Delete(obj);
+	}
+}
+
+/* The key's file is 0400: a non-root worker reads it through fsGroup. */
+static void test_pod_spec_mounts_the_ring_key_0400_with_a_group_that_can_read_it(void **state)
+{
+	static const struct {
+		const char *pod_sc, *container_sc; /* securityContext members, or "" */
+		const char *want;                  /* the pod's securityContext, or NULL */
+	} cases[] = {
+	    /* Nothing said: the worker image's user and group. */
+	    {"", "", "{'fsGroup': 65532, 'fsGroupChangePolicy': 'OnRootMismatch'}"},
+	    /* The user's own fsGroup and policy stay. */
+	    {"'fsGroup': 7, 'fsGroupChangePolicy': 'Always'", "",
+	     "{'fsGroup': 7, 'fsGroupChangePolicy': 'Always'}"},
+	    /* The worker's group, the container's over the pod's. */
+	    {"'runAsUser': 1000, 'runAsGroup': 2000", "",
+	     "{'runAsUser': 1000, 'runAsGroup': 2000, 'fsGroup': 2000, "
+	     "'fsGroupChangePolicy': 'OnRootMismatch'}"},
+	    {"'runAsGroup': 2000", "'runAsGroup': 3000",
+	     "{'runAsGroup': 2000, 'fsGroup': 3000, 'fsGroupChangePolicy': 'OnRootMismatch'}"},
+	    {"", "'runAsUser': 1001", "{'fsGroup': 1001, 'fsGroupChangePolicy': 'OnRootMismatch'}"},
+	    /* A worker that runs as root reads the key as it is. */
+	    {"", "'runAsUser': 0", NULL},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		char spec[1024], err[ERR_LEN] = "";
+		struct job j;
+		cJSON *obj, *pod;
+		const cJSON *v;
+
+		snprintf(spec, sizeof(spec),
+		         "'workers': 1, 'template': {'spec': {%s%s%s'containers': [{'name': "
+		         "'worker', 'image': 'w', 'securityContext': {%s}}]}}",
+		         cases[i].pod_sc[0] ? "'securityContext': {" : "", cases[i].pod_sc,
+		         cases[i].pod_sc[0] ? "}, " : "", cases[i].container_sc);
+		obj = make_job(&j, spec);
+		pod = pod_spec_pod(&j, 0, 0, err);
+		assert_non_null(pod);
+		if (cases[i].want)
+			assert_json_equal(pod_spec_member(pod, "securityContext"), cases[i].want);
+		else
+			assert_null(pod_spec_member(pod, "securityContext"));
+		cJSON_ArrayForEach(v, pod_spec_member(pod, "volumes"))
+		{
+			if (strcmp(cJSON_GetObjectItem(v, "name")->valuestring, "mwj-ring-key") ==
+			    0)
+				assert_json_equal(cJSON_GetObjectItem(v, "secret"),
+				                  "{'secretName': '" RING_KEY_SECRET
+				                  "', 'defaultMode': 256}");
+		}
+		cJSON_Delete(pod);
+		job_release(&j);
+		cJSON_Delete(obj);
+	}
+}
+
+/* Only the worker container sees the key; a pod is never built before
+ * its Secret has a name. */
+static void test_pod_spec_mounts_the_key_in_the_worker_container_only(void **state)
+{
+	struct job j;
+	cJSON *obj = make_job(&j, "'workers': 1, 'template': {'spec': {'containers': ["
+	                          "{'name': 'proxy', 'image': 'p'}, {'name': 'worker', "
+	                          "'image': 'w'}]}}");
+	char err[ERR_LEN] = "";
+	cJSON *pod = pod_spec_pod(&j, 0, 0, err);
+
+	(void)state;
+	assert_null(cJSON_GetObjectItem(container(pod, "proxy"), "volumeMounts"));
+	assert_non_null(cJSON_GetObjectItem(container(pod, "worker"), "volumeMounts"));
+	cJSON_Delete(pod);
+	j.status.ring_key_secret[0] = '\0';
+	assert_null(pod_spec_pod(&j, 0, 0, err));
+	assert_string_equal(err, "job 'ml/mnist': its ring-key Secret is not made yet");
+	job_release(&j);
+	cJSON_Delete(obj);
+}
+
+/* What pod_spec_tf_config_in_file computes is the length of the real
+ * TF_CONFIG, to the byte: a job one worker over the limit goes by file,
+ * one worker under it by environment. */
+static void test_pod_spec_puts_a_tf_config_too_big_for_the_environment_in_a_file(void **state)
+{
+	int below = 0;
+
+	(void)state;
+	for (int workers = 3400; workers <= 3500; workers++) {
+		char spec[512], err[ERR_LEN] = "";
+		struct job j;
+		cJSON *obj, *pod;
+		const char *tf;
+
+		snprintf(spec, sizeof(spec),
+		         "'workers': %d, 'template': {'spec': {'containers': [{'name': "
+		         "'worker', 'image': 'w'}]}}",
+		         workers);
+		obj = make_job(&j, spec);
+		snprintf(j.status.tf_config_map, JOB_NAME_LEN, "mnist-tf-config-ab12c");
+		pod = pod_spec_pod(&j, workers - 1, 0, err);
+		assert_non_null(pod);
+		tf = env_value(container(pod, "worker"), "TF_CONFIG");
+		if (!pod_spec_tf_config_in_file(&j)) {
+			/* "TF_CONFIG=" and the NUL fit Linux's limit on one string. */
+			assert_non_null(tf);
+			assert_true(strlen("TF_CONFIG=") + strlen(tf) + 1 <=
+			            POD_SPEC_ENV_STRING_MAX);
+			below = workers;
+		} else {
+			char *real = NULL;
+			assert_null(tf);
+			assert_string_equal(
+			    env_value(container(pod, "worker"), "MWJ_TF_CONFIG_FILE"),
+			    "/var/run/mwj/tf-config/tf_config.json");
+			/* Just over: the worker before was below. */
+			if (workers == below + 1) {
+				j.status.tf_config_map[0] = '\0';
+				cJSON *cm = pod_spec_tf_config_map(&j, err);
+				assert_non_null(cm);
+				real = strdup(cJSON_GetObjectItem(cJSON_GetObjectItem(cm, "data"),
+				                                  "tf_config.json")
+				                  ->valuestring);
+				cJSON_Delete(cm);
+				assert_non_null(
+				    strstr(real, "\"mnist-worker-0.mnist.ml.svc:2222\""));
+				assert_null(strstr(real, "\"task\""));
+			}
+			free(real);
+		}
+		cJSON_Delete(pod);
+		job_release(&j);
+		cJSON_Delete(obj);
+	}
+	/* The limit lies inside the range tried. */
+	assert_true(below > 3400 && below < 3500);
+}
+
+static void test_pod_spec_builds_the_tf_config_map(void **state)
+{
+	struct job j;
+	cJSON *obj = make_job(&j, "'workers': 2, 'template': {'spec': "
+	                          "{'containers': [{'name': 'worker'}]}}");
+	char err[ERR_LEN] = "";
+	cJSON *cm = pod_spec_tf_config_map(&j, err);
+
+	(void)state;
+	assert_json_equal(cm, "{'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {"
+	                      "'namespace': 'ml', " LABELS ", " OWNER
+	                      ", 'generateName': 'mnist-tf-config-'}, 'data': {"
+	                      "'tf_config.json': '{\\'cluster\\':{\\'worker\\':["
+	                      "\\'mnist-worker-0.mnist.ml.svc:2222\\',"
+	                      "\\'mnist-worker-1.mnist.ml.svc:2222\\']}}'}}");
+	cJSON_Delete(cm);
+	job_release(&j);
+	cJSON_Delete(obj);
+}
+
+static void test_pod_spec_check_mounts_refuses_the_operators_own_folders(void **state)
+{
+	static const struct {
+		const char *mount;
+		int ok;
+	} cases[] = {
+	    {"/mwj/checkpoint", 1},       {"/var/run/secrets/mwj", 0},
+	    {"/var/run/secrets/mwj/", 0}, {"/var/run/secrets/mwj/backups", 0},
+	    {"/var/run/secrets", 0}, /* it would hold the key's folder */
+	    {"/var/run/secrets/mwjx", 1}, {"/var/run/mwj/tf-config", 0},
+	    {"/var/run/mwj", 0},          {"/", 0},
+	    {"/var/run/other", 1},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		char spec[512];
+		struct job j;
+		cJSON *obj;
+
+		snprintf(spec, sizeof(spec),
+		         "'workers': 1, 'checkpoint': {'mountPath': '%s', 'volume': "
+		         "{'persistentVolumeClaim': {'claimName': 'c'}}}, 'template': {'spec': "
+		         "{'containers': [{'name': 'worker'}]}}",
+		         cases[i].mount);
+		obj = make_job(&j, spec);
+		if (cases[i].ok)
+			assert_string_equal(j.invalid, "");
+		else if (strstr(j.invalid, "collides with") == NULL)
+			fail_msg("mountPath '%s': invalid is '%s'", cases[i].mount, j.invalid);
+		job_release(&j);
+		cJSON_Delete(obj);
+	}
+}
+
+static void test_pod_spec_owned_means_the_jobs_controller_reference(void **state)
+{
+	static const struct {
+		const char *meta;
+		int owned;
+	} cases[] = {
+	    {"'namespace': 'ml', 'ownerReferences': [{'apiVersion': 'training.mwj.io/v1', "
+	     "'kind': 'MultiWorkerJob', 'name': 'mnist', 'uid': 'u-1', 'controller': true}]",
+	     1},
+	    /* Another job's of the same name (a job deleted and made again). */
+	    {"'namespace': 'ml', 'ownerReferences': [{'apiVersion': 'training.mwj.io/v1', "
+	     "'kind': 'MultiWorkerJob', 'name': 'mnist', 'uid': 'u-0', 'controller': true}]",
+	     0},
+	    /* Not the controller reference; no reference; another namespace. */
+	    {"'namespace': 'ml', 'ownerReferences': [{'apiVersion': 'training.mwj.io/v1', "
+	     "'kind': 'MultiWorkerJob', 'name': 'mnist', 'uid': 'u-1'}]",
+	     0},
+	    {"'namespace': 'ml'", 0},
+	    {"'namespace': 'other', 'ownerReferences': [{'apiVersion': 'training.mwj.io/v1', "
+	     "'kind': 'MultiWorkerJob', 'name': 'mnist', 'uid': 'u-1', 'controller': true}]",
+	     0},
+	    {"'namespace': 'ml', 'ownerReferences': [{'apiVersion': 'apps/v1', "
+	     "'kind': 'MultiWorkerJob', 'name': 'mnist', 'uid': 'u-1', 'controller': true}]",
+	     0},
+	};
+	struct job j;
+	cJSON *obj = make_job(&j, "'workers': 1, 'template': {'spec': "
+	                          "{'containers': [{'name': 'worker'}]}}");
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		char text[1024];
+		cJSON *o;
+
+		snprintf(text, sizeof(text), "{'metadata': {'name': 'mnist', %s}}", cases[i].meta);
+		o = json_doc_parse(text);
+		assert_int_equal(pod_spec_owned(o, &j), cases[i].owned);
+		cJSON_Delete(o);
+	}
+	job_release(&j);
+	cJSON_Delete(obj);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -699,6 +986,13 @@ int main(void)
 	    cmocka_unit_test(test_pod_view_parse_reads_the_pod_fixtures),
 	    cmocka_unit_test(test_pod_view_parse_reads_malformed_marks_as_unknown),
 	    cmocka_unit_test(test_pod_view_parse_refuses_a_pod_without_a_name),
+	    cmocka_unit_test(test_pod_spec_gives_the_worker_no_token_unless_asked),
+	    cmocka_unit_test(test_pod_spec_mounts_the_ring_key_0400_with_a_group_that_can_read_it),
+	    cmocka_unit_test(test_pod_spec_mounts_the_key_in_the_worker_container_only),
+	    cmocka_unit_test(test_pod_spec_puts_a_tf_config_too_big_for_the_environment_in_a_file),
+	    cmocka_unit_test(test_pod_spec_builds_the_tf_config_map),
+	    cmocka_unit_test(test_pod_spec_check_mounts_refuses_the_operators_own_folders),
+	    cmocka_unit_test(test_pod_spec_owned_means_the_jobs_controller_reference),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -84,8 +84,10 @@ struct world {
 	struct pod_view pods[MAX_PODS];
 	int npods;
 	int have_service, have_secret, have_network_policy;
-	/* What this replica knows of its creates (world_outcome), by index. */
+	/* What this replica knows of its creates (world_outcome), by index
+	 * and object. */
 	struct create_outcome outcomes[MAX_PODS];
+	struct create_outcome objects[JOB_OBJECTS];
 	struct reconcile_output out;
 	int ran;
 	char actions[4096]; /* out's actions, as action_text() writes them */
@@ -125,7 +127,9 @@ static void world_init_named(struct world *w, const char *name, const char *spec
 	world_parse_job(w);
 	w->have_service = w->have_secret = w->have_network_policy = 1;
 	for (int i = 0; i < MAX_PODS; i++)
-		w->outcomes[i] = (struct create_outcome){-1, CREATE_UNKNOWN};
+		w->outcomes[i] = (struct create_outcome){-1, CREATE_UNKNOWN, ""};
+	for (int k = 0; k < JOB_OBJECTS; k++)
+		w->objects[k] = (struct create_outcome){-1, CREATE_UNKNOWN, ""};
 }
 
 static void world_init(struct world *w, const char *spec, const char *status)
@@ -203,7 +207,24 @@ static void world_fixture(struct world *w, const char *name)
 static void world_outcome(struct world *w, int index, long attempt, enum create_result result)
 {
 	assert_true(index < MAX_PODS);
-	w->outcomes[index] = (struct create_outcome){attempt, result};
+	w->outcomes[index] = (struct create_outcome){attempt, result, ""};
+}
+
+/* As world_outcome, with the API's words. */
+static void world_outcome_said(struct world *w, int index, long attempt, enum create_result result,
+                               const char *message)
+{
+	world_outcome(w, index, attempt, result);
+	snprintf(w->outcomes[index].message, CREATE_MESSAGE_LEN, "%s", message);
+}
+
+/* This replica sent the create of the job's object what, and the API
+ * answered so. */
+static void world_object_outcome(struct world *w, enum job_object what, enum create_result result,
+                                 const char *message)
+{
+	w->objects[what] = (struct create_outcome){0, result, ""};
+	snprintf(w->objects[what].message, CREATE_MESSAGE_LEN, "%s", message);
 }
 
 /* spec.<member> of the job becomes the document value. */
@@ -222,6 +243,13 @@ static void world_edit_spec(struct world *w, const char *member, const char *val
 static void world_write_status(struct world *w)
 {
 	assert_true(w->ran);
+	/* The actions made the Secret the pass asked for, and recorded its
+	 * name in the status they wrote. */
+	for (int k = 0; k < w->out.nactions; k++)
+		if (w->out.actions[k].kind == ACT_CREATE_OBJECT &&
+		    w->out.actions[k].object == OBJ_SECRET)
+			snprintf(w->out.status.ring_key_secret, JOB_NAME_LEN,
+			         "%.200s-ring-key-x7k2q", w->job.name);
 	cJSON_DeleteItemFromObjectCaseSensitive(w->obj, "status");
 	cJSON_AddItemToObject(w->obj, "status", job_status_to_json(&w->out.status));
 	job_release(&w->job);
@@ -235,14 +263,8 @@ static void action_text(const struct world *w, const struct action *a, char *out
 	char want[JOB_NAME_LEN];
 
 	switch (a->kind) {
-	case ACT_CREATE_SERVICE:
-		snprintf(out, n, "create service");
-		return;
-	case ACT_CREATE_SECRET:
-		snprintf(out, n, "create secret");
-		return;
-	case ACT_CREATE_NETWORK_POLICY:
-		snprintf(out, n, "create networkpolicy");
+	case ACT_CREATE_OBJECT:
+		snprintf(out, n, "create %s", pod_spec_object_kind(a->object));
 		return;
 	case ACT_CREATE_POD:
 		/* The name is the index's: the two never disagree. */
@@ -288,15 +310,22 @@ static void world_reconcile(struct world *w, long long now_s)
 	    .pods = w->pods,
 	    .npods = w->npods,
 	    .have_service = w->have_service,
-	    .have_secret = w->have_secret,
 	    .have_network_policy = w->have_network_policy,
 	    .now_s = now_s,
 	    .now = now,
 	    .outcomes = w->job.workers <= MAX_PODS ? w->outcomes : NULL,
+	    .object_outcomes = w->objects,
 	};
 	struct reconcile_output again;
 	cJSON *a, *b;
 
+	/* The Secret is known by the name the status records, which the
+	 * actions fill in when they make it. */
+	if (w->have_secret && !w->job.status.ring_key_secret[0])
+		snprintf(w->job.status.ring_key_secret, JOB_NAME_LEN, "%.200s-ring-key-x7k2q",
+		         w->job.name);
+	else if (!w->have_secret)
+		w->job.status.ring_key_secret[0] = '\0';
 	timefmt_rfc3339((time_t)now_s, now);
 	reconcile_output_release(&w->out);
 	reconcile(&in, &w->out);
@@ -442,19 +471,20 @@ static void test_reconcile_creates_every_object_and_pod_of_a_new_job(void **stat
 		const char *actions;
 	} cases[] = {
 	    {"'workers': 3, " TMPL, 0, 0, 0,
-	     "create secret; create networkpolicy; create service; "
+	     "create Secret; create Service; create NetworkPolicy; "
 	     "create mnist-worker-0 attempt 0; create mnist-worker-1 attempt 0; "
 	     "create mnist-worker-2 attempt 0"},
 	    /* Only what is missing: the Service is there already. */
 	    {"'workers': 3, " TMPL, 1, 0, 1,
-	     "create secret; create mnist-worker-0 attempt 0; create mnist-worker-1 attempt 0; "
+	     "create Secret; create mnist-worker-0 attempt 0; create mnist-worker-1 attempt 0; "
 	     "create mnist-worker-2 attempt 0"},
 	    /* The template's own restartPolicy is replaced, and the user told. */
 	    {"'workers': 3, 'template': {'spec': {'restartPolicy': 'OnFailure', "
 	     "'containers': [{'name': 'worker', 'image': 'mwj-worker:1'}]}}",
 	     0, 0, 0,
-	     "event Warning RestartPolicyOverridden; create secret; create networkpolicy; "
-	     "create service; create mnist-worker-0 attempt 0; create mnist-worker-1 attempt 0; "
+	     "event Warning RestartPolicyOverridden; create Secret; create Service; "
+	     "create NetworkPolicy; create mnist-worker-0 attempt 0; create mnist-worker-1 attempt "
+	     "0; "
 	     "create mnist-worker-2 attempt 0"},
 	};
 
@@ -469,12 +499,14 @@ static void test_reconcile_creates_every_object_and_pod_of_a_new_job(void **stat
 		world_reconcile(&w, NOW_S);
 		assert_actions(&w, cases[i].actions);
 		/* The attempts stay -1 until the pods are seen; the status says
-		 * which creates were sent, before they are. */
+		 * which creates were sent, before they are, and that they are
+		 * under way: nothing is called created before it is. */
 		assert_status(&w,
 		              "{'phase': 'Pending', 'startTime': '" NOW "', "
 		              "'completionTime': null, 'observedGeneration': 1, "
-		              "'conditions': [{'type': 'Created', 'status': 'True', "
-		              "'reason': 'PodsCreated', 'lastTransitionTime': '" NOW "'}, "
+		              "'conditions': [{'type': 'Created', 'status': 'False', "
+		              "'reason': 'Creating', 'message': 'creating the objects and the 3 "
+		              "worker pods of the job', 'lastTransitionTime': '" NOW "'}, "
 		              "{'type': 'Running', 'status': 'False', "
 		              "'reason': 'WorkersNotRunning'}, "
 		              "{'type': 'Restarting', 'status': 'False'}, "
@@ -517,15 +549,15 @@ static void test_reconcile_settles_a_new_job_and_then_has_nothing_to_do(void **s
 	world_pods(&w, running);
 	world_reconcile(&w, NOW_S + 30);
 	assert_actions(&w, "");
-	assert_status(&w,
-	              "{'phase': 'Running', 'startTime': '" NOW "', "
-	              "'conditions': [{'type': 'Running', 'status': 'True', "
-	              "'reason': 'AllWorkersRunning', "
-	              "'lastTransitionTime': '2026-11-25T01:17:10Z'}, "
-	              "{'type': 'Created', 'status': 'True', 'lastTransitionTime': '" NOW "'}], "
-	              "'workers': {'active': 3, 'ready': 3, 'succeeded': 0, 'failed': 0}, "
-	              "'restarts': {'total': 0, 'preemptions': 0, 'failures': 0}, "
-	              "'workerAttempts': [0, 0, 0], 'restartingWorkers': null}");
+	assert_status(&w, "{'phase': 'Running', 'startTime': '" NOW "', "
+	                  "'conditions': [{'type': 'Running', 'status': 'True', "
+	                  "'reason': 'AllWorkersRunning', "
+	                  "'lastTransitionTime': '2026-11-25T01:17:10Z'}, "
+	                  "{'type': 'Created', 'status': 'True', "
+	                  "'lastTransitionTime': '2026-11-25T01:16:41Z'}], "
+	                  "'workers': {'active': 3, 'ready': 3, 'succeeded': 0, 'failed': 0}, "
+	                  "'restarts': {'total': 0, 'preemptions': 0, 'failures': 0}, "
+	                  "'workerAttempts': [0, 0, 0], 'restartingWorkers': null}");
 	world_write_status(&w);
 	/* Again, later: nothing to do and nothing to write. */
 	world_reconcile(&w, NOW_S + 600);
@@ -535,10 +567,15 @@ static void test_reconcile_settles_a_new_job_and_then_has_nothing_to_do(void **s
 	world_release(&w);
 }
 
+#define QUOTA_403                                                                                  \
+	"pods is forbidden: exceeded quota: q, requested: pods=1, used: pods=2, limited: pods=2"
+
 static void test_reconcile_retries_a_refused_create_without_counting_a_preemption(void **state)
 {
 	/* Workers 0 and 2 were created; the API refused worker 1 (a quota). */
 	static const struct pod_row pods[] = {{0, 0, RUNNING, 0}, {2, 0, RUNNING, 0}, {0}};
+	static const struct pod_row all[] = {
+	    {0, 0, RUNNING, 0}, {1, 0, PENDING, 0}, {2, 0, RUNNING, 0}, {0}};
 	struct world w;
 
 	(void)state;
@@ -547,14 +584,37 @@ static void test_reconcile_retries_a_refused_create_without_counting_a_preemptio
 	world_write_status(&w);
 	world_pods(&w, pods);
 	world_outcome(&w, 0, 0, CREATE_DONE);
-	world_outcome(&w, 1, 0, CREATE_REFUSED);
+	world_outcome_said(&w, 1, 0, CREATE_REFUSED, QUOTA_403);
 	world_outcome(&w, 2, 0, CREATE_DONE);
 	world_reconcile(&w, NOW_S + 5);
-	assert_actions(&w, "create mnist-worker-1 attempt 0");
+	/* Sent again at the same attempt; the user is told, in the API's
+	 * own words, by the condition and one Warning. */
+	assert_actions(&w, "create mnist-worker-1 attempt 0; event Warning CreateRefused");
+	assert_string_equal(the_event(&w, "CreateRefused")->message,
+	                    "cannot create pod mnist-worker-1 (worker 1): " QUOTA_403);
 	assert_status(&w, "{'phase': 'Pending', "
 	                  "'restarts': {'total': 0, 'preemptions': 0, 'failures': 0}, "
 	                  "'workerAttempts': [0, -1, 0], 'sentAttempts': [0, 0, 0], "
-	                  "'restartingWorkers': null}");
+	                  "'restartingWorkers': null, 'conditions': [{'type': 'Created', "
+	                  "'status': 'False', 'reason': 'CreateRefused', 'message': "
+	                  "'cannot create pod mnist-worker-1 (worker 1): " QUOTA_403 "'}]}");
+	/* Refused again, and again: the same attempt, nothing to write, and
+	 * nothing told twice. */
+	world_write_status(&w);
+	for (int k = 0; k < 2; k++) {
+		world_reconcile(&w, NOW_S + 60 + k * 60);
+		assert_actions(&w, "create mnist-worker-1 attempt 0");
+		assert_false(status_changed(&w));
+	}
+	/* The quota is raised: attempt 0 is created, and the job is whole. */
+	world_outcome(&w, 1, 0, CREATE_DONE);
+	world_pods(&w, all);
+	world_reconcile(&w, NOW_S + 200);
+	assert_actions(&w, "");
+	assert_status(&w, "{'workerAttempts': [0, 0, 0], 'sentAttempts': [0, 0, 0], "
+	                  "'restarts': {'total': 0, 'preemptions': 0, 'failures': 0}, "
+	                  "'conditions': [{'type': 'Created', 'status': 'True', "
+	                  "'reason': 'PodsCreated'}]}");
 	world_release(&w);
 }
 
@@ -629,7 +689,7 @@ static void test_reconcile_never_creates_one_attempt_twice(void **state)
 	                  "'conditions': [{'type': 'Restarting', 'status': 'False'}]}");
 	world_write_status(&w);
 	/* Attempt 1's create answered 409: attempt 0's pod, there after all. */
-	world_outcome(&w, 1, 1, CREATE_REFUSED);
+	world_outcome(&w, 1, 1, CREATE_NAME_BUSY);
 	world_reconcile(&w, NOW_S + 6);
 	assert_actions(&w, "create mnist-worker-1 attempt 1");
 	assert_false(status_changed(&w));
@@ -1137,7 +1197,7 @@ static void test_reconcile_restarts_every_worker_together_under_scope_all(void *
 	world_pods(&w, partly);
 	world_outcome(&w, 2, 1, CREATE_REFUSED);
 	world_reconcile(&w, NOW_S + 31);
-	assert_actions(&w, "create mnist-worker-2 attempt 1");
+	assert_actions(&w, "create mnist-worker-2 attempt 1; event Warning CreateRefused");
 	assert_status(&w, "{'phase': 'Restarting', "
 	                  "'restartingWorkers': [{'index': 2, 'cause': 'Scope'}]}");
 	world_write_status(&w);
@@ -1698,6 +1758,176 @@ static void test_reconcile_leaves_a_job_being_deleted_to_garbage_collection(void
 	world_release(&w);
 }
 
+/* --- Refusals, names and sidecars --- */
+
+/* The API refused the Secret (a quota on Secrets): the user is told, and
+ * told once; nothing is counted; the next pass asks again. */
+static void test_reconcile_names_a_refused_object_once(void **state)
+{
+	struct world w;
+
+	(void)state;
+	world_init(&w, "'workers': 2, " TMPL, NULL);
+	w.have_secret = 0;
+	world_object_outcome(&w, OBJ_SECRET, CREATE_REFUSED,
+	                     "secrets is forbidden: exceeded quota: q, requested: secrets=1, "
+	                     "used: secrets=0, limited: secrets=0");
+	world_reconcile(&w, NOW_S);
+	assert_actions(&w, "create Secret; create mnist-worker-0 attempt 0; "
+	                   "create mnist-worker-1 attempt 0; event Warning CreateRefused");
+	assert_status(&w, "{'phase': 'Pending', 'conditions': [{'type': 'Created', "
+	                  "'status': 'False', 'reason': 'CreateRefused', 'message': "
+	                  "'cannot create the Secret of the job: secrets is forbidden: exceeded "
+	                  "quota: q, requested: secrets=1, used: secrets=0, limited: "
+	                  "secrets=0'}], 'restarts': {'total': 0, 'preemptions': 0, "
+	                  "'failures': 0}, 'workerAttempts': [-1, -1]}");
+	/* As the actions left it: no Secret, and so no pod create sent. */
+	w.out.status.sent[0] = w.out.status.sent[1] = -1;
+	w.out.nactions = 0;
+	world_write_status(&w);
+	world_reconcile(&w, NOW_S + 60);
+	assert_actions(&w, "create Secret; create mnist-worker-0 attempt 0; "
+	                   "create mnist-worker-1 attempt 0");
+	assert_status(&w, "{'workerAttempts': [-1, -1], 'sentAttempts': [0, 0]}");
+	world_release(&w);
+}
+
+/* A name the job needs is held by something it does not own: the
+ * operator never uses it, and the job fails saying so. */
+static void test_reconcile_fails_a_job_whose_names_are_taken(void **state)
+{
+	static const struct pod_row one[] = {{0, 0, RUNNING, 0}, {0}};
+	struct world w;
+
+	(void)state;
+	snprintf(the_case, sizeof(the_case), "a planted Service");
+	world_init(&w, "'workers': 2, " TMPL, NULL);
+	w.have_service = 0;
+	world_object_outcome(&w, OBJ_SERVICE, CREATE_NOT_OWNED,
+	                     "a Service named mnist already exists in namespace ml and is not "
+	                     "owned by this job");
+	world_reconcile(&w, NOW_S);
+	assert_actions(&w, "event Warning NameConflict");
+	assert_status(&w, "{'phase': 'Failed', 'conditions': [{'type': 'Failed', "
+	                  "'status': 'True', 'reason': 'NameConflict', 'message': "
+	                  "'cannot create the Service of the job: a Service named mnist already "
+	                  "exists in namespace ml and is not owned by this job'}]}");
+	world_release(&w);
+
+	snprintf(the_case, sizeof(the_case), "a planted pod");
+	world_init(&w, "'workers': 2, " TMPL, RUNNING_STATUS("[0, -1]"));
+	world_pods(&w, one);
+	world_outcome_said(&w, 1, 0, CREATE_NOT_OWNED, "a Pod named mnist-worker-1 already exists");
+	world_reconcile(&w, NOW_S);
+	/* Its pods go, as at any end. */
+	assert_actions(&w, "event Warning NameConflict; delete mnist-worker-0 (pod-0-0)");
+	assert_status(&w, "{'phase': 'Failed'}");
+	world_release(&w);
+}
+
+/* spec.workers of a running job changed on a server that lets it: told
+ * once per edit, and not acted on. */
+static void test_reconcile_keeps_the_workers_a_job_started_with(void **state)
+{
+	static const struct pod_row two[] = {{0, 0, RUNNING, 0}, {1, 0, RUNNING, 0}, {0}};
+	struct world w;
+
+	(void)state;
+	world_init(&w, "'workers': 2, " TMPL, RUNNING_STATUS("[0, 0]"));
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(w.obj, "status"), "observedGeneration",
+	                          cJSON_CreateNumber(1));
+	world_edit_spec(&w, "workers", "3");
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(w.obj, "metadata"), "generation",
+	                          cJSON_CreateNumber(2));
+	world_parse_job(&w);
+	assert_int_equal(w.job.workers, 2);
+	assert_int_equal(w.job.workers_spec, 3);
+	world_pods(&w, two);
+	world_reconcile(&w, NOW_S);
+	assert_actions(&w, "event Warning WorkersImmutable");
+	assert_string_equal(the_event(&w, "WorkersImmutable")->message,
+	                    "spec.workers was changed to 3; the job keeps its 2 workers, whose "
+	                    "TF_CONFIG names them all: delete the job and create it again to "
+	                    "change the number");
+	assert_status(&w, "{'observedGeneration': 2, 'workerAttempts': [0, 0]}");
+	world_write_status(&w);
+	world_reconcile(&w, NOW_S + 1);
+	assert_actions(&w, "");
+	world_release(&w);
+}
+
+/* A worker container that ended beside a sidecar that still runs: the
+ * worker decides, and its pod is deleted so that the sidecar stops. */
+#define HELD(code)                                                                                 \
+	"{'phase': 'Running', 'conditions': [{'type': 'Ready', 'status': 'False'}], "              \
+	"'containerStatuses': [{'name': 'log-shipper', 'ready': true, "                            \
+	"'state': {'running': {'startedAt': '2026-11-25T01:02:09Z'}}}, {'name': 'worker', "        \
+	"'ready': false, 'state': {'terminated': {'exitCode': " #code ", 'reason': 'X'}}}]}"
+
+static void test_reconcile_follows_the_worker_container_whatever_its_sidecars_do(void **state)
+{
+	static const struct pod_row chief_done[] = {{0, 0, HELD(0), 0}, {1, 0, HELD(0), 0}, {0}};
+	static const struct pod_row failed[] = {{0, 0, RUNNING, 0}, {1, 0, HELD(75), 0}, {0}};
+	static const struct pod_row broken[] = {{0, 0, RUNNING, 0}, {1, 0, HELD(1), 0}, {0}};
+	struct world w;
+
+	(void)state;
+	snprintf(the_case, sizeof(the_case), "the chief done, cleanPodPolicy None");
+	world_init(&w, "'workers': 2, 'cleanPodPolicy': 'None', " TMPL, RUNNING_STATUS("[0, 0]"));
+	world_pods(&w, chief_done);
+	world_reconcile(&w, NOW_S);
+	assert_actions(&w, "event Normal Succeeded; delete mnist-worker-0 (pod-0-0); "
+	                   "delete mnist-worker-1 (pod-1-0)");
+	assert_status(&w, "{'phase': 'Succeeded', 'workers': {'active': 0, 'ready': 0, "
+	                  "'succeeded': 2, 'failed': 0}}");
+	world_release(&w);
+
+	snprintf(the_case, sizeof(the_case), "a worker exits 75");
+	world_init(&w, "'workers': 2, " TMPL, RUNNING_STATUS("[0, 0]"));
+	world_pods(&w, failed);
+	world_reconcile(&w, NOW_S);
+	assert_actions(&w, "event Warning WorkerFailed; event Normal Restarting; "
+	                   "delete mnist-worker-1 (pod-1-0)");
+	assert_status(&w, "{'phase': 'Restarting', 'workerAttempts': [0, 1], "
+	                  "'restarts': {'total': 1, 'preemptions': 0, 'failures': 1}}");
+	world_release(&w);
+
+	snprintf(the_case, sizeof(the_case), "a worker exits 1");
+	world_init(&w, "'workers': 2, " TMPL, RUNNING_STATUS("[0, 0]"));
+	world_pods(&w, broken);
+	world_reconcile(&w, NOW_S);
+	assert_actions(&w, "event Warning WorkerFailed; delete mnist-worker-0 (pod-0-0); "
+	                   "delete mnist-worker-1 (pod-1-0)");
+	assert_status(&w, "{'phase': 'Failed', 'lastFailure': {'pod': 'mnist-worker-1', "
+	                  "'exitCode': 1}}");
+	world_release(&w);
+}
+
+/* A TF_CONFIG too big for an environment variable: the job also gets a
+ * ConfigMap for it, before its pods. */
+static void test_reconcile_makes_a_config_map_for_a_large_cluster(void **state)
+{
+	struct world w;
+
+	(void)state;
+	world_init_named(&w, "a-job-whose-name-is-long-enough-to-matter", "'workers': 2000, " TMPL,
+	                 NULL);
+	assert_true(pod_spec_tf_config_in_file(&w.job));
+	struct reconcile_input in = {.job = &w.job, .now_s = NOW_S, .now = NOW};
+	reconcile(&in, &w.out);
+	assert_true(w.out.nactions > 3);
+	assert_int_equal(w.out.actions[0].kind, ACT_CREATE_OBJECT);
+	assert_int_equal(w.out.actions[0].object, OBJ_SECRET);
+	assert_int_equal(w.out.actions[1].object, OBJ_CONFIG_MAP);
+	assert_int_equal(w.out.actions[2].object, OBJ_SERVICE);
+	assert_int_equal(w.out.actions[3].object, OBJ_NETWORK_POLICY);
+	world_release(&w);
+
+	world_init_named(&w, "short", "'workers': 1000, " TMPL, NULL);
+	assert_false(pod_spec_tf_config_in_file(&w.job));
+	world_release(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1730,6 +1960,11 @@ int main(void)
 	    cmocka_unit_test(test_reconcile_tells_of_each_pod_that_gets_stuck),
 	    cmocka_unit_test(test_reconcile_deletes_pods_that_belong_to_no_worker),
 	    cmocka_unit_test(test_reconcile_leaves_a_job_being_deleted_to_garbage_collection),
+	    cmocka_unit_test(test_reconcile_names_a_refused_object_once),
+	    cmocka_unit_test(test_reconcile_fails_a_job_whose_names_are_taken),
+	    cmocka_unit_test(test_reconcile_keeps_the_workers_a_job_started_with),
+	    cmocka_unit_test(test_reconcile_follows_the_worker_container_whatever_its_sidecars_do),
+	    cmocka_unit_test(test_reconcile_makes_a_config_map_for_a_large_cluster),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
