@@ -94,8 +94,12 @@ check "defaults: ServiceAccount, ClusterRole and binding, metrics Service, Deplo
 	py_check kinds "$state/default.yaml" ServiceAccount ClusterRole ClusterRoleBinding Service Deployment
 check "defaults: non-root, read-only root, no escalation, no capabilities, RuntimeDefault; probes; args" \
 	py_check deployment "$state/default.yaml" "$ns" "${base_args[@]}" --leader-elect=false "${addrs[@]}"
-check "defaults: the ClusterRole grants exactly the listed calls; no Lease rights without election" \
-	py_check rbac "$state/default.yaml" "$ns" "$list" "" false
+check "defaults: the ClusterRole grants exactly the listed calls, finalizers for admission; no Lease rights without election" \
+	py_check rbac "$state/default.yaml" "$ns" "$list" "" false true
+check "owner-reference enforcement off renders" render no-owner-refs \
+	--set rbac.ownerReferencesPermissionEnforcement=false
+check "owner-reference enforcement off: exactly the calls, no finalizers" \
+	py_check rbac "$state/no-owner-refs.yaml" "$ns" "$list" "" false false
 image_tag() { grep -q "image: \"mwj-operator:$version\"" "$state/default.yaml"; }
 check "defaults: the image is mwj-operator:<appVersion>" image_tag
 
@@ -106,7 +110,7 @@ check "one namespace: --namespace=ml" \
 	py_check deployment "$state/one-ns.yaml" "$ns" "${base_args[@]}" --namespace=ml \
 	--leader-elect=false "${addrs[@]}"
 check "one namespace: the Role in ml grants exactly the listed calls" \
-	py_check rbac "$state/one-ns.yaml" "$ns" "$list" ml false
+	py_check rbac "$state/one-ns.yaml" "$ns" "$list" ml false true
 
 check "two replicas render" render replicas2 --set replicas=2
 check "two replicas: the Lease, and a Role and RoleBinding for it" \
@@ -115,7 +119,7 @@ check "two replicas: the Lease, and a Role and RoleBinding for it" \
 check "two replicas: leader election on, the Lease in the release's namespace, rolling update" \
 	py_check deployment "$state/replicas2.yaml" "$ns" "${base_args[@]}" "${elect_args[@]}" "${addrs[@]}"
 check "two replicas: the Lease's Role grants get, create, update of that Lease only" \
-	py_check rbac "$state/replicas2.yaml" "$ns" "$list" "" true
+	py_check rbac "$state/replicas2.yaml" "$ns" "$list" "" true true
 
 check "a PDB renders (two replicas)" render pdb --set replicas=2 --set pdb.enabled=true
 check "a PDB: a PodDisruptionBudget more" \
@@ -201,13 +205,17 @@ check "the pod check refuses an extra flag it was not told of" insecure --set 'e
 tampered() { # tampered SED: the chart with SED applied to rbac.yaml renders RBAC the check refuses
 	rm -rf "$state/chart" && cp -r "$chart" "$state/chart" &&
 		sed -i "$1" "$state/chart/templates/rbac.yaml" &&
+		! cmp -s "$chart/templates/rbac.yaml" "$state/chart/templates/rbac.yaml" &&
 		CHART=$state/chart render tampered --set replicas=2 &&
-		fails py_check rbac "$state/tampered.yaml" "$ns" "$list" "" true
+		fails py_check rbac "$state/tampered.yaml" "$ns" "$list" "" true true
 }
 check "the RBAC check refuses a verb the operator never calls" \
-	tampered 's/verbs: \[list, watch, create, delete\]/verbs: [list, watch, create, delete, update]/'
-check "the RBAC check refuses a missing verb" tampered 's/verbs: \[list, watch, create, delete\]/verbs: [list, watch, create]/'
-check "the RBAC check refuses a wildcard" tampered 's/resources: \[services, secrets\]/resources: ["*"]/'
+	tampered 's/verbs: \[get, list, watch, create, delete\]/verbs: [get, list, watch, create, delete, update]/'
+check "the RBAC check refuses a missing verb" \
+	tampered 's/verbs: \[get, list, watch, create, delete\]/verbs: [get, list, watch, create]/'
+check "the RBAC check refuses a wildcard" tampered 's/resources: \[secrets, configmaps\]/resources: ["*"]/'
+check "the RBAC check refuses a read of Secrets" \
+	tampered '/resources: \[secrets, configmaps\]/{n;s/verbs: \[create\]/verbs: [create, get, list, watch]/}'
 check "the RBAC check refuses a Lease rule for every Lease" tampered '/resourceNames:/d'
 
 # --- NOTES.txt tells the user what to do next ---

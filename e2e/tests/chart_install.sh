@@ -39,6 +39,17 @@ events_ok() { k get events --field-selector involvedObject.name=hello -o jsonpat
 check "a job runs to Succeeded: pods, Service, Secret, NetworkPolicy, status, events all allowed" \
 	succeeds hello default
 check "its events were written" events_ok
+secret_read_refused() { # VERB ARGS...: the operator's ServiceAccount gets the real 403
+	local out
+	out=$(k "$@" --as="system:serviceaccount:$ns:$release" 2>&1) && return 1
+	echo "$out"
+	grep -q "is forbidden: User \"system:serviceaccount:$ns:$release\" cannot" <<< "$out"
+}
+check "the operator may not list Secrets in any namespace (403)" \
+	secret_read_refused get secrets -n default
+check "nor read its own job's ring key" secret_read_refused get secret -n default \
+	"$(k get mwj hello -n default -o jsonpath='{.status.ringKeySecret}')"
+check "nor watch Secrets cluster-wide" secret_read_refused get secrets -A --watch --request-timeout=5s
 
 forbidden() { operator_log | grep -q "create pods.*403"; }
 # A rule missing from the chart must break the operator: the same chart

@@ -157,14 +157,33 @@ static int name_is_ours(const struct actions_ctx *ctx, const struct job *j, cons
 	return ours;
 }
 
-/* The object's group and plural, for paths. */
-static void object_resource(enum job_object what, const char **group, const char **plural)
+/* create() of the job's object what, in its collection. */
+static int create_in(const struct actions_ctx *ctx, const struct job *j, enum job_object what,
+                     const cJSON *obj, cJSON **made, struct kube_result *res, char *err)
 {
-	static const char *const plurals[] = {"secrets", "configmaps", "services",
-	                                      "networkpolicies"};
+	switch (what) {
+	case OBJ_SECRET:
+		return create(ctx, "", j->ns, "secrets", obj, made, res, err);
+	case OBJ_CONFIG_MAP:
+		return create(ctx, "", j->ns, "configmaps", obj, made, res, err);
+	case OBJ_SERVICE:
+		return create(ctx, "", j->ns, "services", obj, made, res, err);
+	case OBJ_NETWORK_POLICY:
+	case JOB_OBJECTS:
+		break;
+	}
+	return create(ctx, "networking.k8s.io", j->ns, "networkpolicies", obj, made, res, err);
+}
 
-	*group = what == OBJ_NETWORK_POLICY ? "networking.k8s.io" : "";
-	*plural = plurals[what];
+/* name_is_ours() for the objects with names of their own (the Secret and
+ * ConfigMap have generated ones, which no one can take). */
+static int object_is_ours(const struct actions_ctx *ctx, const struct job *j,
+                          enum job_object what, const char *name, char *msg, char *err)
+{
+	if (what == OBJ_SERVICE)
+		return name_is_ours(ctx, j, "", "services", "Service", name, msg, err);
+	return name_is_ours(ctx, j, "networking.k8s.io", "networkpolicies", "NetworkPolicy", name,
+	                    msg, err);
 }
 
 static cJSON *object_build(const struct job *j, enum job_object what, char *err)
@@ -198,7 +217,7 @@ static cJSON *object_build(const struct job *j, enum job_object what, char *err)
 static int create_object(const struct actions_ctx *ctx, const struct job *j, enum job_object what,
                          struct job_status *st, const char *key, char *err)
 {
-	const char *kind = pod_spec_object_kind(what), *group, *plural;
+	const char *kind = pod_spec_object_kind(what);
 	char name[JOB_NAME_LEN], taken[CREATE_MESSAGE_LEN] = "";
 	struct kube_result res = {0};
 	enum create_result result;
@@ -207,14 +226,13 @@ static int create_object(const struct actions_ctx *ctx, const struct job *j, enu
 
 	if (obj == NULL)
 		return err_prefix(err, "job %s: %s", key, kind);
-	object_resource(what, &group, &plural);
 	pod_spec_object_name(j, what, name);
-	rc = create(ctx, group, j->ns, plural, obj, &made, &res, err);
+	rc = create_in(ctx, j, what, obj, &made, &res, err);
 	cJSON_Delete(obj);
 	result = answer_of(rc, &res);
 	if (rc == 1) {
 		/* Only the Service and NetworkPolicy have names of their own. */
-		int ours = name_is_ours(ctx, j, group, plural, kind, name, taken, err);
+		int ours = object_is_ours(ctx, j, what, name, taken, err);
 		result = ours > 0 ? CREATE_DONE : ours == 0 ? CREATE_NOT_OWNED : CREATE_UNKNOWN;
 		rc = ours > 0 ? 0 : -1;
 		if (ours == 0)

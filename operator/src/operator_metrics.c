@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "job.h"
+#include "pod_spec.h"
 #include "prom_text.h"
 
 #define P "mwj_operator_"
@@ -21,6 +22,21 @@ static unsigned long load(const unsigned long *counter)
 /* --- jobs by phase, from the cache --- */
 
 #define PHASES 7 /* job_phase_name's, "" shown as "New" */
+
+/* n[PHASES] counts the jobs whose creates are being refused. */
+static void count_refused(unsigned long *n, const cJSON *status)
+{
+	const cJSON *c;
+
+	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(status, "conditions"))
+	{
+		const cJSON *type = cJSON_GetObjectItemCaseSensitive(c, "type");
+		const cJSON *reason = cJSON_GetObjectItemCaseSensitive(c, "reason");
+		if (cJSON_IsString(type) && strcmp(type->valuestring, "Created") == 0 &&
+		    cJSON_IsString(reason) && strcmp(reason->valuestring, "CreateRefused") == 0)
+			n[PHASES]++;
+	}
+}
 
 static void count_phase(void *ctx, const cJSON *obj)
 {
@@ -35,11 +51,12 @@ static void count_phase(void *ctx, const cJSON *obj)
 				break;
 	}
 	n[p]++;
+	count_refused(n, status);
 }
 
 static void jobs_by_phase(FILE *f, struct controller *c)
 {
-	unsigned long n[PHASES] = {0};
+	unsigned long n[PHASES + 1] = {0};
 
 	informer_each(&c->jobs, count_phase, n);
 	prom_family(f, P "jobs", "gauge",
@@ -48,6 +65,10 @@ static void jobs_by_phase(FILE *f, struct controller *c)
 		struct prom_label l = {"phase", p ? job_phase_name((enum job_phase)p) : "New"};
 		prom_sample(f, P "jobs", &l, 1, (double)n[p]);
 	}
+	prom_single(f, P "jobs_create_refused", "gauge",
+	            "Jobs whose creates the API server refuses now (condition Created, reason "
+	            "CreateRefused)",
+	            (double)n[PHASES]);
 }
 
 /* --- the parts' counters --- */
@@ -78,6 +99,22 @@ static void controller_metrics(FILE *f, struct controller *c)
 	counter(f, P "reconcile_total", "Reconcile passes", &c->reconciles);
 	counter(f, P "reconcile_errors_total", "Reconcile passes that failed and were retried",
 	        &c->reconcile_errors);
+	prom_family(f, P "create_refusals_total", "counter",
+	            "Creates the API server refused with a 4xx (a quota, Pod Security, a namespace "
+	            "being deleted, a ServiceAccount not yet made, an admission webhook), by kind");
+	for (int i = 0; i <= JOB_OBJECTS; i++) {
+		struct prom_label l = {
+		    "kind", i < JOB_OBJECTS ? pod_spec_object_kind((enum job_object)i) : "Pod"};
+		prom_sample(f, P "create_refusals_total", &l, 1, (double)load(&k->refused[i]));
+	}
+	counter(f, P "job_status_updates_ignored_total",
+	        "Job updates that changed only the status (the operator's own writes among them), "
+	        "which start no reconcile",
+	        &c->status_only_updates);
+	counter(f, P "events_created_total", "Events created on jobs", &c->events.created);
+	counter(f, P "events_counted_total",
+	        "Events that repeated one already written, counted on it instead",
+	        &c->events.counted);
 	prom_family(f, P "reconcile_duration_seconds", "histogram",
 	            "Time of one reconcile pass, API calls included");
 	histogram_read(&c->reconcile_time, cum, &count, &sum);

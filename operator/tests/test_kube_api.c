@@ -793,7 +793,7 @@ static void test_transport_failure_of_a_verb_names_the_object(void **state)
 {
 	const struct scripted script[] = {{0, NULL, -1, "connection refused"}};
 	struct kube_api api;
-	struct kube_result res = {77, "x", "y", 1};
+	struct kube_result res = {.status = 77, .reason = "x", .message = "y", .maybe_applied = 1};
 	cJSON *job = cJSON_CreateObject();
 	char err[ERR_LEN];
 
