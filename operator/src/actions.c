@@ -211,6 +211,22 @@ static cJSON *object_build(const struct job *j, enum job_object what, char *err)
 	return pod_spec_network_policy(j);
 }
 
+/* The API's words of a refused create of a generated name, said with the
+ * name's prefix instead of the name the server made up (a new one each
+ * try): the same refusal reads the same, and is told once. Into out
+ * (CREATE_MESSAGE_LEN). */
+static void stable_message(char *out, const struct kube_result *res, const char *prefix)
+{
+	const char *at = res->name[0] ? strstr(res->message, res->name) : NULL;
+
+	if (at == NULL || strncmp(res->name, prefix, strlen(prefix)) != 0) {
+		snprintf(out, CREATE_MESSAGE_LEN, "%s", res->message);
+		return;
+	}
+	snprintf(out, CREATE_MESSAGE_LEN, "%.*s%s%s", (int)(at - res->message), res->message, prefix,
+	         at + strlen(res->name));
+}
+
 /* Creates the job's object what; a generated name goes into st. Returns
  * 0 when the object is there, -1 with err when it is not (refused,
  * failed, or its name taken by another's). */
@@ -251,12 +267,13 @@ static int create_object(const struct actions_ctx *ctx, const struct job *j, enu
 		}
 	}
 	cJSON_Delete(made);
-	if (result == CREATE_REFUSED)
+	if (result == CREATE_REFUSED) {
 		refused(ctx, j, what, &res);
+		stable_message(taken, &res, name);
+	}
 	create_outcomes_record_object(ctx->outcomes, key, what, result,
-	                              result == CREATE_NOT_OWNED ? taken
-	                              : result == CREATE_REFUSED ? res.message
-	                                                         : NULL);
+	                              result == CREATE_NOT_OWNED || result == CREATE_REFUSED ? taken
+	                                                                                      : NULL);
 	if (rc < 0)
 		return err_prefix(err, "job %s: create %s", key, kind);
 	log_info("job %s: created %s %s", key, kind, name);

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "pod_spec.h"
 #include "reconcile.h"
+#include "sent_pods.h"
 #include "timefmt.h"
 #include "timers.h"
 
@@ -344,57 +345,6 @@ static struct pod_view *cached_pods(struct controller *c, const struct job *j, c
 	return pods;
 }
 
-static int has_pod(const struct pod_view *pods, int n, const char *name)
-{
-	for (int k = 0; k < n; k++)
-		if (strcmp(pods[k].name, name) == 0)
-			return 1;
-	return 0;
-}
-
-/* A worker whose create was sent (status.sentAttempts) at the attempt it
- * is on, whose pod the cache lacks, and of whose create this replica
- * knows nothing (it has just become the leader, or the answer was lost):
- * reconcile would pass that attempt over. The pod is read by its name
- * first, the cache may only lag behind its predecessor's create; one
- * found is added to pods (room for it: cached_pods). Returns 0, or -1
- * with err when a read failed (the pass is retried). */
-static int read_unknown_creates(struct controller *c, const struct job *j,
-                                const struct create_outcome *outcomes, struct pod_view *pods,
-                                int *n, char *err)
-{
-	const struct job_status *st = &j->status;
-	char name[JOB_NAME_LEN], path[KUBE_PATH_LEN];
-
-	for (int i = 0; i < j->workers && i < st->nworkers; i++) {
-		long attempt = st->attempts[i] < 0 ? 0 : st->attempts[i];
-		int seen_gone = st->restarting[i] == CAUSE_NONE && st->attempts[i] >= 0;
-		struct kube_result res = {0};
-		cJSON *pod = NULL;
-		if (seen_gone || st->sent[i] < attempt ||
-		    (outcomes[i].attempt == attempt && outcomes[i].result != CREATE_UNKNOWN))
-			continue;
-		pod_spec_pod_name(j, i, name);
-		if (has_pod(pods, *n, name))
-			continue;
-		if (kube_path(path, "", "v1", j->ns, "pods", name) < 0)
-			return err_set(err, "get pod '%s': path too long", name);
-		if (kube_get(c->api, path, &pod, &res, err) < 0) {
-			if (res.status == 404)
-				continue;
-			return -1;
-		}
-		cache_keep_pod(pod);
-		if (pod_spec_owned(pod, j) && pod_view_parse(&pods[*n], j, pod, err) == 0) {
-			log_info("job %s/%s: pod %s exists, though the cache has not shown it yet",
-			         j->ns, j->name, name);
-			(*n)++;
-		}
-		cJSON_Delete(pod);
-	}
-	return 0;
-}
-
 /* Reconciles the job parsed from obj once. Returns 0, 1 when the status
  * write met a 409 Conflict (read again and recompute), -1 with err. */
 static int pass(struct controller *c, const char *key, const cJSON *obj, char *err)
@@ -418,7 +368,7 @@ static int pass(struct controller *c, const char *key, const cJSON *obj, char *e
 	pods = cached_pods(c, &j, key, &n);
 	outcomes = xcalloc((size_t)j.workers + 1, sizeof(*outcomes));
 	create_outcomes_get(&c->outcomes, key, j.workers, outcomes, objects);
-	if (!j.deleting && read_unknown_creates(c, &j, outcomes, pods, &n, err) < 0) {
+	if (!j.deleting && sent_pods_read(c->api, &j, outcomes, pods, &n, err) < 0) {
 		free(outcomes);
 		free(pods);
 		job_release(&j);

@@ -153,12 +153,13 @@ static void copy_line(char *out, size_t n, const char *src, size_t len)
 
 void kube_resp_parse_status(struct kube_resp *resp)
 {
-	const cJSON *kind, *reason, *message, *details, *cause, *retry;
+	const cJSON *kind, *reason, *message, *details, *cause, *name, *retry;
 	cJSON *root;
 
 	resp->reason[0] = '\0';
 	resp->message[0] = '\0';
 	resp->cause[0] = '\0';
+	resp->name[0] = '\0';
 	if (resp->body == NULL || resp->body_len == 0)
 		return;
 	root = json_parse(resp->body, resp->body_len, NULL);
@@ -182,6 +183,10 @@ void kube_resp_parse_status(struct kube_resp *resp)
 	if (cJSON_IsString(cause))
 		copy_line(resp->cause, sizeof(resp->cause), cause->valuestring,
 		          strlen(cause->valuestring));
+	name = cJSON_GetObjectItemCaseSensitive(details, "name");
+	if (cJSON_IsString(name))
+		copy_line(resp->name, sizeof(resp->name), name->valuestring,
+		          strlen(name->valuestring));
 	retry = cJSON_GetObjectItemCaseSensitive(details, "retryAfterSeconds");
 	if (resp->retry_after_s < 0 && cJSON_IsNumber(retry) && retry->valuedouble >= 0)
 		resp->retry_after_s = retry->valuedouble > RETRY_AFTER_MAX_S
@@ -459,6 +464,7 @@ static void set_result(struct kube_result *res, const struct kube_resp *resp)
 	snprintf(res->reason, sizeof(res->reason), "%s", resp->reason);
 	snprintf(res->message, sizeof(res->message), "%s", resp->message);
 	snprintf(res->cause, sizeof(res->cause), "%s", resp->cause);
+	snprintf(res->name, sizeof(res->name), "%s", resp->name);
 }
 
 /* Sends v, and on a 2xx parses the reply into *out (when out is not NULL). */
@@ -480,6 +486,7 @@ static int do_verb(struct kube_api *api, const struct verb *v, cJSON **out, stru
 		res->reason[0] = '\0';
 		res->message[0] = '\0';
 		res->cause[0] = '\0';
+		res->name[0] = '\0';
 	}
 	describe(what, sizeof(what), v->path, v->obj_name);
 	if (v->body != NULL) {

@@ -28,6 +28,7 @@
 #include "err.h"
 
 #define KUBE_REASON_LEN 64
+#define KUBE_NAME_LEN   254 /* an object's name: an RFC 1123 subdomain */
 #define KUBE_PATH_LEN   2048
 
 /* What a request asks for. path includes the query ("/api/v1/namespaces/
@@ -58,6 +59,9 @@ struct kube_resp {
 	/* The reason of the Status' first details.causes entry ("" when none):
 	 * "NamespaceTerminating" for a namespace being deleted. */
 	char cause[KUBE_REASON_LEN];
+	/* The Status' details.name: the object refused ("" when none); for a
+	 * create with generateName, the name the server made up for it. */
+	char name[KUBE_NAME_LEN];
 	int retry_after_s;
 	/* An earlier try of this request got no answer or a 5xx, so it may
 	 * have been carried out: a 409 AlreadyExists after it may be its own
@@ -193,6 +197,7 @@ struct kube_result {
 	char reason[KUBE_REASON_LEN];
 	char message[ERR_LEN];       /* the Status' message, or "" */
 	char cause[KUBE_REASON_LEN]; /* as in struct kube_resp */
+	char name[KUBE_NAME_LEN];    /* as in struct kube_resp */
 	int maybe_applied;           /* as in struct kube_resp */
 };
 

@@ -26,6 +26,7 @@
 #include "json.h"
 #include "json_doc.h"
 #include "reconcile.h"
+#include "sent_pods.h"
 #include "timefmt.h"
 
 #define MAX_RULES    8
@@ -81,15 +82,24 @@ static void drop_nulls(cJSON *obj)
 	}
 }
 
+/* A Status answer. name: the object's (details.name), which takes the
+ * place of "@" in message: a real server names the object refused, with
+ * the name it generated for a generateName (a new one each time). */
 static void answer_status(struct kube_resp *resp, long status, const char *reason,
-                          const char *message, const char *cause)
+                          const char *message, const char *cause, const char *name)
 {
-	char body[2048];
+	char body[4096], said[2048];
+	const char *at = strchr(message, '@');
 
+	if (at != NULL)
+		snprintf(said, sizeof(said), "%.*s%s%s", (int)(at - message), message, name, at + 1);
+	else
+		snprintf(said, sizeof(said), "%s", message);
 	snprintf(body, sizeof(body),
 	         "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
-	         "\"message\":\"%s\",\"reason\":\"%s\",\"details\":{%s%s%s},\"code\":%ld}",
-	         message, reason, cause ? "\"causes\":[{\"reason\":\"" : "", cause ? cause : "",
+	         "\"message\":\"%s\",\"reason\":\"%s\",\"details\":{\"name\":\"%s\"%s%s%s},"
+	         "\"code\":%ld}",
+	         said, reason, name, cause ? ",\"causes\":[{\"reason\":\"" : "", cause ? cause : "",
 	         cause ? "\",\"field\":\"metadata.namespace\"}]" : "", status);
 	resp->status = status;
 	resp->body = strdup(body);
@@ -141,7 +151,17 @@ static int fake_round_trip(struct kube_api *api, const struct kube_req *req, str
 		const struct rule *u = &f->rules[k];
 		if (strcmp(u->method, req->method) == 0 && strstr(req->path, u->path) &&
 		    (u->body == NULL || (r->body && strstr(r->body, u->body)))) {
-			answer_status(resp, u->status, u->reason, u->message, u->cause);
+			char name[300] = "";
+			cJSON *obj = r->body ? json_parse(r->body, strlen(r->body), NULL) : NULL;
+			const cJSON *meta = cJSON_GetObjectItem(obj, "metadata");
+			const cJSON *n = cJSON_GetObjectItem(meta, "name");
+			const cJSON *gen = cJSON_GetObjectItem(meta, "generateName");
+			if (cJSON_IsString(n))
+				snprintf(name, sizeof(name), "%s", n->valuestring);
+			else if (cJSON_IsString(gen))
+				snprintf(name, sizeof(name), "%sg%04d", gen->valuestring, ++f->generated);
+			cJSON_Delete(obj);
+			answer_status(resp, u->status, u->reason, u->message, u->cause, name);
 			return 0;
 		}
 	}
@@ -162,7 +182,7 @@ static int fake_round_trip(struct kube_api *api, const struct kube_req *req, str
 	} else if (strcmp(req->method, "GET") == 0 && f->get_answer) {
 		answer_object(resp, 200, f->get_answer);
 	} else {
-		answer_status(resp, 404, "NotFound", "not found", NULL);
+		answer_status(resp, 404, "NotFound", "not found", NULL, "");
 	}
 	return 0;
 }
@@ -353,8 +373,8 @@ static const char *condition_field(const struct loop *l, const char *type, const
 #define W1 "\"name\":\"mnist-worker-1\",\"namespace\""
 
 #define SECRETS_QUOTA                                                                              \
-	"secrets \\\"mnist-ring-key-\\\" is forbidden: exceeded quota: q, requested: secrets=1, "  \
-	"used: secrets=0, limited: secrets=0"
+	"secrets \\\"@\\\" is forbidden: exceeded quota: q, requested: secrets=1, used: secrets=0, " \
+	"limited: secrets=0"
 
 /* --- Tests --- */
 
@@ -415,10 +435,11 @@ static void test_actions_a_refused_secret_costs_one_request_a_pass(void **state)
 	                          "POST /api/v1/namespaces/ml/events\n"
 	                          "POST /api/v1/namespaces/ml/pods\n"
 	                          "POST /api/v1/namespaces/ml/events\n");
-	assert_status_member(&l, "ringKeySecret", "\"mnist-ring-key-g0001\"");
+	/* The five refused tries made five names up; the sixth is the key's. */
+	assert_status_member(&l, "ringKeySecret", "\"mnist-ring-key-g0006\"");
 	assert_status_member(&l, "sentAttempts", "[0,0]");
 	assert_int_equal(count_since(&l.fake, mark, "POST", "/pods",
-	                             "\"secretName\":\"mnist-ring-key-g0001\""),
+	                             "\"secretName\":\"mnist-ring-key-g0006\""),
 	                 2);
 	assert_int_equal(count_since(&l.fake, mark, "POST", "/pods",
 	                             "\"training.mwj.io/restart-attempt\":\"0\""),
@@ -582,6 +603,59 @@ static void test_actions_events_are_counted_not_repeated(void **state)
 	loop_release(&l);
 }
 
+/* A new leader knows nothing of its predecessor's creates: a pod whose
+ * create was sent and that its cache lacks is read by name, and one that
+ * is there is taken as it is, not replaced. */
+static void test_actions_a_new_leader_reads_a_sent_pod_before_passing_it_over(void **state)
+{
+	struct loop l;
+	struct create_outcome outcomes[2] = {{-1, CREATE_UNKNOWN, ""}, {-1, CREATE_UNKNOWN, ""}};
+	struct pod_view pods[4];
+	char err[ERR_LEN];
+	struct job j;
+	cJSON *status = json_doc_parse("{'workerAttempts': [-1, -1], 'sentAttempts': [0, 0], "
+	                               "'ringKeySecret': 'mnist-ring-key-ab12c'}");
+	int n = 0;
+
+	(void)state;
+	loop_init(&l, 2);
+	cJSON_AddItemToObject(l.fake.job, "status", status);
+	l.fake.get_answer = json_doc_parse(
+	    "{'kind': 'Pod', 'metadata': {'name': 'mnist-worker-0', 'namespace': 'ml', "
+	    "'uid': 'p0', 'labels': {'training.mwj.io/replica-index': '0'}, "
+	    "'annotations': {'training.mwj.io/restart-attempt': '0'}, "
+	    "'ownerReferences': [{'apiVersion': 'training.mwj.io/v1', 'kind': 'MultiWorkerJob', "
+	    "'name': 'mnist', 'uid': 'job-uid', 'controller': true}]}, "
+	    "'spec': {'containers': [{'name': 'worker'}]}, 'status': {'phase': 'Running'}}");
+	assert_int_equal(job_parse(&j, l.fake.job, err), 0);
+	assert_int_equal(sent_pods_read(&l.api, &j, outcomes, pods, &n, err), 0);
+	/* Both read by name; the fake has one pod for any name: both taken. */
+	assert_int_equal(count_since(&l.fake, 0, "GET", "/pods/mnist-worker-", NULL), 2);
+	assert_int_equal(n, 2);
+	assert_string_equal(pods[0].name, "mnist-worker-0");
+	assert_int_equal(pods[0].attempt, 0);
+	/* Known creates, and pods the cache has, are not read again. */
+	n = 1;
+	outcomes[1] = (struct create_outcome){0, CREATE_REFUSED, "quota"};
+	assert_int_equal(sent_pods_read(&l.api, &j, outcomes, pods, &n, err), 0);
+	assert_int_equal(count_since(&l.fake, 0, "GET", "/pods/mnist-worker-", NULL), 2);
+	/* One that is not there (404) stays missing: reconcile passes it
+	 * over. */
+	cJSON_Delete(l.fake.get_answer);
+	l.fake.get_answer = NULL;
+	n = 0;
+	outcomes[1] = (struct create_outcome){-1, CREATE_UNKNOWN, ""};
+	assert_int_equal(sent_pods_read(&l.api, &j, outcomes, pods, &n, err), 0);
+	assert_int_equal(n, 0);
+	/* A pod someone else made under the name is not the job's. */
+	l.fake.get_answer = json_doc_parse("{'kind': 'Pod', 'metadata': {'name': 'mnist-worker-0', "
+	                                   "'namespace': 'ml', 'uid': 'planted'}}");
+	assert_int_equal(sent_pods_read(&l.api, &j, outcomes, pods, &n, err), 0);
+	assert_int_equal(n, 0);
+	job_release(&j);
+	loop_release(&l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -591,6 +665,7 @@ int main(void)
 	    cmocka_unit_test(test_actions_never_adopt_a_service_the_job_does_not_own),
 	    cmocka_unit_test(test_actions_never_adopt_a_pod_the_job_does_not_own),
 	    cmocka_unit_test(test_actions_events_are_counted_not_repeated),
+	    cmocka_unit_test(test_actions_a_new_leader_reads_a_sent_pod_before_passing_it_over),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
