@@ -112,6 +112,22 @@ def _bad(path, field, name, q, detail):
     return errors.invalid("%s.%s[%s]" % (path, field, name), v.GoValue(str(q)), detail)
 
 
+# The orderings ValidateLimitRange requires, in its order: (left, right,
+# the field the error names, the one whose value it shows, the detail);
+# left greater than right is the error.
+ORDER = [
+    ("min", "max", "min", "min", "min value %s is greater than max value %s"),
+    ("min", "defaultRequest", "defaultRequest", "defaultRequest",
+     "min value %s is greater than default request value %s"),
+    ("defaultRequest", "max", "defaultRequest", "defaultRequest",
+     "default request value %s is greater than max value %s"),
+    ("defaultRequest", "default", "defaultRequest", "defaultRequest",
+     "default request value %s is greater than default limit value %s"),
+    ("min", "default", "default", "min", "min value %s is greater than default value %s"),
+    ("default", "max", "default", "max", "default value %s is greater than max value %s"),
+]
+
+
 def _limit(limit, path):
     """One item of ValidateLimitRange."""
     errs = []
@@ -131,27 +147,14 @@ def _limit(limit, path):
         errs.append(errors.required(path + ".limits", "either minimum or maximum storage value "
                                     "is required, but neither was provided"))
     ratio = _quantities(limit, "maxLimitRequestRatio", kind, path, errs)
+    lists = {"min": least, "max": most, "default": default, "defaultRequest": request}
     for k in sorted(set(most) | set(least) | set(default) | set(request) | set(ratio)):
+        for left, right, field, shown, detail in ORDER:
+            a, b = lists[left].get(k), lists[right].get(k)
+            if a is not None and b is not None and a.cmp(b) > 0:
+                errs.append(_bad(path, field, k, lists[shown][k], detail % (a, b)))
         lo, hi, d, r, mr = least.get(k), most.get(k), default.get(k), request.get(k), \
             ratio.get(k)
-        if lo is not None and hi is not None and lo.cmp(hi) > 0:
-            errs.append(_bad(path, "min", k, lo, "min value %s is greater than max value %s"
-                             % (lo, hi)))
-        if r is not None and lo is not None and lo.cmp(r) > 0:
-            errs.append(_bad(path, "defaultRequest", k, r, "min value %s is greater than "
-                             "default request value %s" % (lo, r)))
-        if r is not None and hi is not None and r.cmp(hi) > 0:
-            errs.append(_bad(path, "defaultRequest", k, r, "default request value %s is "
-                             "greater than max value %s" % (r, hi)))
-        if r is not None and d is not None and r.cmp(d) > 0:
-            errs.append(_bad(path, "defaultRequest", k, r, "default request value %s is "
-                             "greater than default limit value %s" % (r, d)))
-        if d is not None and lo is not None and lo.cmp(d) > 0:
-            errs.append(_bad(path, "default", k, lo, "min value %s is greater than default "
-                             "value %s" % (lo, d)))
-        if d is not None and hi is not None and d.cmp(hi) > 0:
-            errs.append(_bad(path, "default", k, hi, "default value %s is greater than max "
-                             "value %s" % (d, hi)))
         if mr is not None and mr.cmp(quantity.of(1)) < 0:
             errs.append(_bad(path, "maxLimitRequestRatio", k, mr, "ratio %s is less than 1"
                              % mr))
