@@ -512,10 +512,14 @@ def _eval_binary(node, env):
         r = a - b
     elif o == "*":
         r = a * b
-    elif o == "/":
-        r = a / b if isinstance(a, float) else int(a / b)
+    elif isinstance(a, float):
+        if o == "%":
+            raise _overload("_%_", a, b)
+        r = a / b
     else:
-        r = a - b * int(a / b)
+        # CEL truncates toward zero; Python's // floors.
+        q = abs(a) // abs(b) * (1 if (a >= 0) == (b > 0) else -1)
+        r = q if o == "/" else a - b * q
     if isinstance(r, int) and not -(1 << 63) <= r < (1 << 63):
         raise EvalError("integer overflow")
     return r

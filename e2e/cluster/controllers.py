@@ -78,6 +78,7 @@ class Controllers:
         # Seconds between seeing a namespace without "default" and making it.
         self.sa_delay = sa_delay
         self.sa_due = {}  # namespace -> monotonic time its "default" is due
+        self.make_errors = {}  # (key, ns, name) -> the last failure to make it, logged
         self.store = registry.store
         self.ca_pem = ca_pem
         self.log = log
@@ -202,18 +203,30 @@ class Controllers:
                         "internal service IP or kubernetes.default.svc. No other usage is "
                         "guaranteed across distributions of Kubernetes clusters."}},
                     "data": {"ca.crt": self.ca_pem}}) and done
+        names = {ns["metadata"]["name"] for ns in self.store.items(NAMESPACES)}
+        for gone in [n for n in self.sa_due if n not in names]:
+            del self.sa_due[gone]
+        for gone in [w for w in self.make_errors if w[1] not in names]:
+            del self.make_errors[gone]
         # Read again: what this pass made changed them.
         self.namespaces_seen = tuple(self.store.version_of(k) for k in (
             NAMESPACES, SERVICEACCOUNTS, CONFIGMAPS)) if done else None
 
     def make(self, key, ns, obj):
-        """Creates obj; returns whether it could."""
+        """Creates obj; returns whether it could. A failure is logged once
+        until it changes (a quota that allows no ConfigMaps refuses the
+        root CA's on every pass)."""
         kind = self.registry.kind_of_key(key)
+        where = (key, ns, obj["metadata"]["name"])
         try:
             self.registry._create(kind, ns, obj, Request({}))
+            self.make_errors.pop(where, None)
             return True
-        except Exception as e:  # raced with a user's create, or the namespace went
-            self.log("controllers: create %s %s/%s: %s" % (key, ns, obj["metadata"]["name"], e))
+        except Exception as e:  # raced with a user's create, a quota, or the namespace went
+            message = "controllers: create %s %s/%s: %s" % (key, ns, where[2], e)
+            if self.make_errors.get(where) != message:
+                self.make_errors[where] = message
+                self.log(message)
             return False
 
     def finalize_namespace(self, ns):

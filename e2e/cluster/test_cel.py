@@ -6,6 +6,9 @@ on update only, the 422 Invalid body with the schema type as the value,
 message, reason and fieldPath; and a CRD whose rule the cluster cannot
 evaluate is refused, never stored with the rule skipped. No server runs."""
 import copy
+import unittest
+
+import cel
 
 from registry_fixture import RegistryTest, status
 
@@ -203,3 +206,58 @@ class CrdRefusalTest(RegistryTest):
             {"rule": "has(self.workers) ? self.workers in [1, 2, 4, 8] || self.workers % 16 == 0 "
                      ": true", "messageExpression": "'bad: ' + string(self.workers)"}]
         self.created(CRDS, "customresourcedefinitions", None, crd(copy.deepcopy(spec)))
+
+
+class ExpressionsTest(unittest.TestCase):
+    """The subset's semantics, as CEL defines them."""
+
+    def run_rule(self, text, value, old=None):
+        return cel._eval(cel._Parser(text).parse(), {"self": value, "oldSelf": old})
+
+    def test_expressions_evaluate_as_cel_does(self):
+        obj = {"workers": 4, "name": "mwj-a", "tags": ["x", "y"], "m": {"k": 1}}
+        cases = [
+            ("self.workers / 3 == 1 && -7 / 2 == -3 && -7 % 2 == -1", True),
+            ("self.workers <= 4096 && self.workers >= 1", True),
+            ("has(self.name) && !has(self.gone)", True),
+            ("self.name.startsWith('mwj') && self.name.endsWith('-a') && "
+             "self.name.contains('j-')", True),
+            ("size(self.tags) == 2 && self.tags.size() == 2 && self.name.size() == 5", True),
+            ("'y' in self.tags && 'k' in self.m && !('z' in self.tags)", True),
+            ("self.workers > 2 ? 'big' : 'small'", "big"),
+            ("'w=' + string(self.workers) + ' ' + string(true)", "w=4 true"),
+            ("self.tags + ['z'] == ['x', 'y', 'z']", True),
+            ("self.m['k'] == 1 && self['workers'] == 4 && self.tags[1] == 'y'", True),
+            ("double(self.workers) / 8.0 == 0.5 && int('12') == 12", True),
+            # An error on one side of || or && is absorbed when the other decides.
+            ("self.gone == 1 || true", True),
+            ("false && self.gone == 1", False),
+        ]
+        for text, want in cases:
+            with self.subTest(rule=text):
+                self.assertEqual(self.run_rule(text, obj), want)
+
+    def test_errors_read_as_cel_go_words_them(self):
+        cases = [("self.gone == 1", "no such key: gone"),
+                 ("self.tags[5] == 'x'", "index out of bounds: 5"),
+                 ("self.workers / 0 == 1", "division by zero"),
+                 ("self.workers % 0 == 1", "modulus by zero"),
+                 ("self.gone == 1 && true", "no such key: gone")]
+        for text, want in cases:
+            with self.subTest(rule=text):
+                with self.assertRaises(cel.EvalError) as e:
+                    self.run_rule(text, {"workers": 4, "tags": ["x"]})
+                self.assertEqual(str(e.exception), want)
+
+    def test_what_is_outside_the_subset_says_so_at_compile_time(self):
+        cases = [("self.all(x, x > 0)", "function all() is not in the subset"),
+                 ("self.matches('^a')", "function matches() is not in the subset"),
+                 ("1u == self", "uint and hexadecimal literals are not in the subset"),
+                 ("b'x' == self", "bytes literals are not in the subset"),
+                 ("self == ", "unexpected 'end of rule' at 9"),
+                 ("self = 1", "unexpected character '=' at 6")]
+        for text, want in cases:
+            with self.subTest(rule=text):
+                with self.assertRaises(cel.CompileError) as e:
+                    cel.Rule({"rule": text}, {"type": "integer"})
+                self.assertEqual(str(e.exception), want)

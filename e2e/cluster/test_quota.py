@@ -216,3 +216,17 @@ class QuotaTest(RegistryTest):
         k = kinds.builtin_by_key()[QUOTAS]
         self.assertEqual((k.kind, k.short, k.status, k.namespaced),
                          ("ResourceQuota", ["quota"], True, True))
+
+    def test_the_controllers_own_creates_are_refused_too_and_logged_once(self):
+        logged = []
+        self.controllers.log = logged.append
+        self.add_quota("q", {"configmaps": "0"})
+        self.store.remove("/v1/configmaps", "team", "kube-root-ca.crt")
+        self.controllers.quotas()  # the quota sees it gone first
+        for _ in range(3):
+            self.sync()
+        self.assertIsNone(self.store.peek("/v1/configmaps", "team", "kube-root-ca.crt"))
+        self.assertEqual(logged, ['controllers: create /v1/configmaps team/kube-root-ca.crt: '
+                                  'configmaps "kube-root-ca.crt" is forbidden: exceeded quota: q, '
+                                  'requested: configmaps=1, used: configmaps=0, limited: '
+                                  'configmaps=0'])
