@@ -42,8 +42,6 @@ POD_RESOURCES = ("count/pods", "cpu", "memory", "ephemeral-storage", "requests.c
                  "requests.memory", "requests.ephemeral-storage", "limits.cpu",
                  "limits.memory", "limits.ephemeral-storage", "pods")
 NATIVE_PREFIXES = ("kubernetes.io/", "requests.", "limits.")
-SCOPES = ("Terminating", "NotTerminating", "BestEffort", "NotBestEffort", "PriorityClass",
-          "CrossNamespacePodAffinity")
 ONE = quantity.of(1)
 
 

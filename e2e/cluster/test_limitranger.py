@@ -36,9 +36,9 @@ class LimitRangerTest(RegistryTest):
         self.assertEqual(sidecar["resources"], {"limits": {"memory": "64Mi", "cpu": "500m"},
                                                 "requests": {"memory": "64Mi", "cpu": "100m"}})
         self.assertEqual(body["metadata"]["annotations"]["kubernetes.io/limit-ranger"],
-                         "LimitRanger plugin set: cpu, memory request for container worker; cpu, memory "
-                         "limit for container worker; cpu request for container sidecar; cpu "
-                         "limit for container sidecar")
+                         "LimitRanger plugin set: cpu, memory request for container worker; "
+                         "cpu, memory limit for container worker; cpu request for container "
+                         "sidecar; cpu limit for container sidecar")
         self.assertEqual(body["status"]["qosClass"], "Burstable")
 
     def test_the_kind_defaults_the_default_limit_from_max_and_the_request_from_it(self):
