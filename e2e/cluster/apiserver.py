@@ -14,7 +14,9 @@ The request path is split as the real server's is:
                  rbac.py);
   registry.py    the verbs' semantics (generic registry): dryRun,
                  preconditions, finalizers, propagation, patches;
-  admission.py   namespace lifecycle, defaults, service accounts;
+  admission.py   the admission chain: namespace lifecycle, defaults,
+                 LimitRanger, service accounts, PodSecurity, owner
+                 references, ResourceQuota (admission_*.py);
   kinds.py       one table entry per kind: decoding, defaults, validation,
                  update rules, field selectors;
   decoder.py, defaults.py, validation.py, schema.py   the per-kind rules;
@@ -50,6 +52,7 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import access
+import admission
 import auth
 import decoder
 import eviction
@@ -110,9 +113,9 @@ def page(items, query, selected):
 class Api:
     """What the handlers share: the store, the registry over it, discovery."""
 
-    def __init__(self, ca_pem="", history=1000, token=""):
+    def __init__(self, ca_pem="", history=1000, token="", sa_delay=0.0, admission_plugins=()):
         self.store = Store(history)
-        self.registry = Registry(self.store)
+        self.registry = Registry(self.store, admission_plugins)
         self.tokens = Issuer(self.store, token)
         self.authorizer = rbac.Authorizer(self.store)
         self.openapi_v2 = (None, b"", b"")  # (CRD version, JSON, protobuf)
@@ -135,6 +138,7 @@ class Api:
                                        log=lambda m: print(m, file=sys.stderr, flush=True),
                                        tokens=self.tokens)
         self.controllers.sync()  # every namespace has its ServiceAccount from the start
+        self.controllers.sa_delay = sa_delay  # new ones a moment after they are made
         self.controllers.start()
 
     # --- discovery ---
@@ -659,6 +663,13 @@ def main():
                         "change (a real server: about a minute)")
     p.add_argument("--watch-history", type=int, default=1000,
                    help="changes kept per resource for watches to resume from")
+    p.add_argument("--service-account-delay-seconds", type=float, default=0.0,
+                   help="how long after a new namespace appears its ServiceAccount \"default\" "
+                        "is made (a real controller-manager takes a moment; pods created "
+                        "before are refused); 0: at once")
+    p.add_argument("--enable-admission-plugins", default="",
+                   help="admission plugins to turn on besides the default ones, comma "
+                        "separated: " + ", ".join(admission.OPTIONAL_PLUGINS))
     p.add_argument("--node-dir", help="run pods as local processes, with their folders here")
     p.add_argument("--ca", help="the CA certificate pods get with their service-account token")
     p.add_argument("--podnet", help="podnet.so, preloaded into every pod's processes")
@@ -681,12 +692,20 @@ def main():
         p.error("--node-dir needs --podnet and --sandbox")
     if a.public_port is not None and not 0 < a.public_port < 65536:
         p.error("--public-port %d is out of range" % a.public_port)
+    if not 0 <= a.service_account_delay_seconds <= 3600:
+        p.error("--service-account-delay-seconds %g is out of range (0 to 3600)"
+                % a.service_account_delay_seconds)
+    try:
+        plugins = admission.plugins_from_flag(a.enable_admission_plugins)
+    except ValueError as e:
+        p.error(str(e))
     public_port = a.port if a.public_port is None else a.public_port
     ca_pem = ""
     if a.ca:
         with open(a.ca) as f:
             ca_pem = f.read()
-    Handler.api = Api(ca_pem, a.watch_history, a.token)
+    Handler.api = Api(ca_pem, a.watch_history, a.token, a.service_account_delay_seconds,
+                      plugins)
     Handler.authn = auth.Authenticator(a.token, Handler.api.tokens)
     server = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
     server.daemon_threads = True

@@ -13,7 +13,17 @@ sees, run in the API server's process over the registry:
   content deleted, then goes once nothing is left in it.
 - service account and root CA publisher: every namespace has the
   ServiceAccount "default" and the ConfigMap kube-root-ca.crt with the
-  cluster's CA, made again if deleted.
+  cluster's CA, made again if deleted. "default" comes sa_delay seconds
+  after the controller first sees it missing (apiserver.py
+  --service-account-delay-seconds; a real controller-manager takes a
+  moment too), so that a pod created at once in a new namespace is
+  refused as on a real cluster; the namespaces there at start have
+  theirs at once.
+- resource quota controller: each ResourceQuota's status.hard is its
+  spec.hard and status.used what the namespace uses of those resources
+  (quota.py): at once when a quota changes, and after any other change
+  with the garbage collector's pace. Admission (admission_quota.py)
+  charges creates in between.
 - deployment and replica set controllers: apps.py.
 - token controller: a Secret of type kubernetes.io/service-account-token
   annotated with a ServiceAccount's name gets the ServiceAccount's uid
@@ -30,6 +40,7 @@ import base64
 import threading
 import time
 
+import quota
 from apps import Apps
 from registry import Request
 from store import clone
@@ -46,6 +57,7 @@ SA_UID_ANNOTATION = "kubernetes.io/service-account.uid"
 LEGACY_TOKEN_SECONDS = 10 * 365 * 86400
 PVCS = "/v1/persistentvolumeclaims"
 PVC_PROTECTION = "kubernetes.io/pvc-protection"
+QUOTAS = "/v1/resourcequotas"
 # Longest the controllers sleep when nothing changes.
 TICK_SECONDS = 0.2
 # The garbage collector and PVC protection pass at most this often,
@@ -61,8 +73,12 @@ GC_FINALIZERS = ("foregroundDeletion", "orphan")
 
 
 class Controllers:
-    def __init__(self, registry, ca_pem, log=print, tokens=None):
+    def __init__(self, registry, ca_pem, log=print, tokens=None, sa_delay=0.0):
         self.registry = registry
+        # Seconds between seeing a namespace without "default" and making it.
+        self.sa_delay = sa_delay
+        self.sa_due = {}  # namespace -> monotonic time its "default" is due
+        self.make_errors = {}  # (key, ns, name) -> the last failure to make it, logged
         self.store = registry.store
         self.ca_pem = ca_pem
         self.log = log
@@ -97,6 +113,7 @@ class Controllers:
             try:
                 with self.store.lock:
                     self.namespaces()
+                    self.quotas(changed_only=True)
                 if time.monotonic() >= due:
                     swept = self.store.rv
                     with self.store.lock:
@@ -121,6 +138,7 @@ class Controllers:
         self.pvc_protection()
         self.apps.sync()
         self.token_secrets()
+        self.quotas()
 
     def follow(self):
         """Brings the garbage collector's view up to the store's changes;
@@ -167,9 +185,15 @@ class Controllers:
                 done = False  # it waits for its content, of any kind, to go
                 continue
             if self.store.peek(SERVICEACCOUNTS, name, "default") is None:
-                done = self.make(SERVICEACCOUNTS, name, {
-                    "apiVersion": "v1", "kind": "ServiceAccount",
-                    "metadata": {"name": "default"}}) and done
+                due = self.sa_due.setdefault(name, time.monotonic() + self.sa_delay)
+                if time.monotonic() < due:
+                    done = False  # pass again when it is due
+                else:
+                    done = self.make(SERVICEACCOUNTS, name, {
+                        "apiVersion": "v1", "kind": "ServiceAccount",
+                        "metadata": {"name": "default"}}) and done
+            else:
+                self.sa_due.pop(name, None)
             if self.store.peek(CONFIGMAPS, name, "kube-root-ca.crt") is None and self.ca_pem:
                 done = self.make(CONFIGMAPS, name, {
                     "apiVersion": "v1", "kind": "ConfigMap",
@@ -179,18 +203,30 @@ class Controllers:
                         "internal service IP or kubernetes.default.svc. No other usage is "
                         "guaranteed across distributions of Kubernetes clusters."}},
                     "data": {"ca.crt": self.ca_pem}}) and done
+        names = {ns["metadata"]["name"] for ns in self.store.items(NAMESPACES)}
+        for gone in [n for n in self.sa_due if n not in names]:
+            del self.sa_due[gone]
+        for gone in [w for w in self.make_errors if w[1] not in names]:
+            del self.make_errors[gone]
         # Read again: what this pass made changed them.
         self.namespaces_seen = tuple(self.store.version_of(k) for k in (
             NAMESPACES, SERVICEACCOUNTS, CONFIGMAPS)) if done else None
 
     def make(self, key, ns, obj):
-        """Creates obj; returns whether it could."""
+        """Creates obj; returns whether it could. A failure is logged once
+        until it changes (a quota that allows no ConfigMaps refuses the
+        root CA's on every pass)."""
         kind = self.registry.kind_of_key(key)
+        where = (key, ns, obj["metadata"]["name"])
         try:
             self.registry._create(kind, ns, obj, Request({}))
+            self.make_errors.pop(where, None)
             return True
-        except Exception as e:  # raced with a user's create, or the namespace went
-            self.log("controllers: create %s %s/%s: %s" % (key, ns, obj["metadata"]["name"], e))
+        except Exception as e:  # raced with a user's create, a quota, or the namespace went
+            message = "controllers: create %s %s/%s: %s" % (key, ns, where[2], e)
+            if self.make_errors.get(where) != message:
+                self.make_errors[where] = message
+                self.log(message)
             return False
 
     def finalize_namespace(self, ns):
@@ -203,6 +239,39 @@ class Controllers:
                 self.registry.system_delete(kind, name, o["metadata"]["name"])
         if not inside:
             self.store.remove(NAMESPACES, None, name)
+
+    # --- the resource quota controller ---
+
+    def _served(self, group, resource):
+        """Whether the cluster serves group/resource (any version)."""
+        return any(k.group == group and k.plural == resource
+                   for rs in self.registry.kinds().values() for k in rs.values())
+
+    def quotas(self, changed_only=False):
+        """syncResourceQuota of every quota (changed_only: of those whose
+        status.hard is not their spec.hard, a quota just made or changed):
+        status.hard from spec.hard, status.used measured, written when
+        either differs (quantities compared by value)."""
+        for rq in self.store.items(QUOTAS):
+            spec_hard = dict((rq.get("spec") or {}).get("hard") or {})
+            status = rq.get("status") or {}
+            have_hard = status.get("hard") or {}
+            if changed_only and have_hard == spec_hard and ("used" in status or not spec_hard):
+                continue
+            used = {k: quota._q(v) for k, v in (status.get("used") or {}).items()}
+            used.update(quota.usage_of(self.store, rq, spec_hard, self._served))
+            used = quota.mask(used, spec_hard)
+            old_used = {k: quota._q(v) for k, v in (status.get("used") or {}).items()}
+            if have_hard == spec_hard and ("used" in status or not spec_hard) and \
+                    {k: q.value for k, q in used.items()} == \
+                    {k: q.value for k, q in old_used.items()}:
+                continue
+            rq = clone(rq)
+            # Empty lists are left out, as the real server's JSON omits them.
+            new = {"hard": dict(sorted(spec_hard.items())),
+                   "used": {k: str(used[k]) for k in sorted(used)}}
+            rq["status"] = {k: v for k, v in new.items() if v}
+            self.store.replace(QUOTAS, rq["metadata"]["namespace"], rq["metadata"]["name"], rq)
 
     # --- the token controller ---
 

@@ -389,6 +389,43 @@ def default_role_binding(binding, old=None):
     return binding
 
 
+def default_resource_quota(rq, old=None):
+    """v1 ResourceQuota: SetDefaults_ResourceList on spec.hard, status.hard
+    and status.used."""
+    for part, field in (("spec", "hard"), ("status", "hard"), ("status", "used")):
+        if isinstance(rq.get(part), dict) and isinstance(rq[part].get(field), dict):
+            quantity.canonical_list(rq[part][field])
+    return rq
+
+
+LIMIT_FIELDS = ("default", "defaultRequest", "max", "min", "maxLimitRequestRatio")
+
+
+def default_limit_range(lr, old=None):
+    """v1 LimitRange: SetDefaults_LimitRangeItem (for a Container limit: the
+    default limit from max, the default request from the default limit,
+    else from min) and SetDefaults_ResourceList on each list."""
+    for item in (lr.get("spec") or {}).get("limits") or []:
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") == "Container":
+            default = dict(item.get("default") or {})
+            request = dict(item.get("defaultRequest") or {})
+            for k, q in (item.get("max") or {}).items():
+                default.setdefault(k, q)
+            for k, q in default.items():
+                request.setdefault(k, q)
+            for k, q in (item.get("min") or {}).items():
+                request.setdefault(k, q)
+            for field, value in (("default", default), ("defaultRequest", request)):
+                if value:
+                    item[field] = value
+        for field in LIMIT_FIELDS:
+            if isinstance(item.get(field), dict):
+                quantity.canonical_list(item[field])
+    return lr
+
+
 def unchanged(obj, old=None):
     """The kinds with no defaulting at all in 1.31: ConfigMap
     (SetDefaults_ConfigMap only makes an empty data map, which the
@@ -409,6 +446,8 @@ DEFAULTERS = {
     "v1/Event": default_core_event,
     "v1/Endpoints": default_endpoints,
     "v1/PersistentVolumeClaim": default_pvc,
+    "v1/ResourceQuota": default_resource_quota,
+    "v1/LimitRange": default_limit_range,
     "events.k8s.io/v1/Event": unchanged,
     "coordination.k8s.io/v1/Lease": default_lease,
     "networking.k8s.io/v1/NetworkPolicy": default_network_policy,

@@ -79,6 +79,8 @@ KINDS = {
     "v1/Secret": "V1Secret",
     "v1/ServiceAccount": "V1ServiceAccount",
     "v1/PersistentVolumeClaim": "V1PersistentVolumeClaim",
+    "v1/ResourceQuota": "V1ResourceQuota",
+    "v1/LimitRange": "V1LimitRange",
     "coordination.k8s.io/v1/Lease": "V1Lease",
     "events.k8s.io/v1/Event": "EventsV1Event",
     "networking.k8s.io/v1/NetworkPolicy": "V1NetworkPolicy",
@@ -113,6 +115,11 @@ QUANTITY = {
     ("V1PodSpec", "overhead"),
     ("V1EmptyDirVolumeSource", "sizeLimit"),
     ("V1ResourceFieldSelector", "divisor"),
+    ("V1ResourceQuotaSpec", "hard"),
+    ("V1ResourceQuotaStatus", "hard"), ("V1ResourceQuotaStatus", "used"),
+    ("V1LimitRangeItem", "default"), ("V1LimitRangeItem", "defaultRequest"),
+    ("V1LimitRangeItem", "max"), ("V1LimitRangeItem", "min"),
+    ("V1LimitRangeItem", "maxLimitRequestRatio"),
 }
 
 # Fields whose Go type is a named type: the name the real server prints.
@@ -211,6 +218,10 @@ GO_TYPE = {
     ("V1DeploymentStrategy", "type"): "v1.DeploymentStrategyType",
     ("V1DeploymentCondition", "type"): "v1.DeploymentConditionType",
     ("V1DeploymentCondition", "status"): "v1.ConditionStatus",
+    ("V1ResourceQuotaSpec", "scopes"): "[]v1.ResourceQuotaScope",
+    ("V1ScopedResourceSelectorRequirement", "scopeName"): "v1.ResourceQuotaScope",
+    ("V1ScopedResourceSelectorRequirement", "operator"): "v1.ScopeSelectorOperator",
+    ("V1LimitRangeItem", "type"): "v1.LimitType",
     ("V1PodDisruptionBudgetSpec", "unhealthyPodEvictionPolicy"):
         "v1.UnhealthyPodEvictionPolicyType",
     ("V1NetworkPolicySpec", "policyTypes"): "[]v1.PolicyType",

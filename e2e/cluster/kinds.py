@@ -15,11 +15,13 @@ Standard library only.
 import copy
 import json
 
+import cel
 import decoder
 import defaults
 import schema
 import validation
 import validation_apps
+import validation_quota
 from errors import GoRaw, invalid, not_supported, required
 
 # The fields every kind can be selected by.
@@ -192,6 +194,7 @@ class Custom(Kind):
                          fields=META_FIELDS + tuple(selectable),
                          categories=names.get("categories") or ())
         self.schema = (version.get("schema") or {}).get("openAPIV3Schema")
+        self.rules = cel.compile_rules(self.schema) if self.schema else {}
         self.columns = version.get("additionalPrinterColumns")
 
     def decode(self, obj, mode, duplicates):
@@ -210,18 +213,26 @@ class Custom(Kind):
         if self.schema:
             schema.apply_defaults(self.schema, obj)
 
+    def _validate_schema(self, obj, old):
+        """The schema's errors, then its validation rules' (cel.py; old:
+        the stored object of an update, for transition rules)."""
+        if not self.schema:
+            return []
+        causes = schema.validate_causes(self.schema, obj)
+        return causes + cel.validate(self.schema, self.rules, obj, old, causes)
+
     def validate(self, obj, ctx):
         causes = validation.validate_object_meta(obj.get("metadata") or {}, self.namespaced,
                                                  validation.name_custom_resource, core=False)
-        if self.schema:
-            causes += schema.validate_causes(self.schema, obj)
-        return causes
+        return causes + self._validate_schema(obj, None)
 
     def validate_update(self, new, old, ctx):
         # Custom resources' finalizers need no domain prefix (core=False).
-        return validation.validate_object_meta_update(new.get("metadata") or {},
-                                                      old.get("metadata") or {},
-                                                      core=False) + self.validate(new, ctx)
+        causes = validation.validate_object_meta_update(new.get("metadata") or {},
+                                                        old.get("metadata") or {}, core=False)
+        causes += validation.validate_object_meta(new.get("metadata") or {}, self.namespaced,
+                                                  validation.name_custom_resource, core=False)
+        return causes + self._validate_schema(new, old)
 
     def table_columns(self):
         return self.columns or super().table_columns()
@@ -284,6 +295,11 @@ def _crd(obj, ctx):
     name = (obj.get("metadata") or {}).get("name")
     if name != want:
         causes.append(invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group'))
+    for i, version in enumerate(spec.get("versions") or []):
+        sch = ((version or {}).get("schema") or {}).get("openAPIV3Schema") \
+            if isinstance(version, dict) else None
+        if isinstance(sch, dict):
+            causes += cel.check_crd_schema(sch, "spec.versions[%d].schema.openAPIV3Schema" % i)
     return causes
 
 
@@ -399,6 +415,10 @@ BUILTIN = [
             validate=_of(validation.validate_service_account)),
     Builtin("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, ["pvc"],
             status=True, validate=_meta(SUB, True)),
+    Builtin("", "v1", "ResourceQuota", "resourcequotas", True, ["quota"], status=True,
+            validate=_of(validation_quota.validate_resource_quota)),
+    Builtin("", "v1", "LimitRange", "limitranges", True, ["limits"],
+            validate=_of(validation_quota.validate_limit_range)),
     Builtin("coordination.k8s.io", "v1", "Lease", "leases", True, [], create_on_update=True,
             unconditional_update=False, validate=_of(validation.validate_lease)),
     Builtin("events.k8s.io", "v1", "Event", "events", True, ["ev"], create_on_update=True,

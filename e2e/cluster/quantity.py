@@ -275,3 +275,32 @@ def canonical_list(resources):
         q.round_up(-3)
         resources[name] = str(q)
     return resources
+
+
+def of(amount, fmt=DECIMAL_SI):
+    """A Quantity of an exact amount (a Fraction or an int) in format fmt,
+    as resource.NewQuantity / Quantity.Add leave it: written canonically.
+    An amount finer than nano units is rounded up to them, as an
+    inf.Dec-backed Quantity would be."""
+    amount = fractions.Fraction(amount)
+    exp = 0
+    while amount.denominator != 1 and exp > -9:
+        amount *= 10
+        exp -= 1
+    n = amount.numerator // amount.denominator
+    if n * amount.denominator != amount.numerator:
+        n += 1
+    return Quantity(n, exp, fmt)
+
+
+def add(a, b):
+    """Quantity.Add: the sum, in a's format (b's when a is zero, as Go's
+    zero Quantity takes the other's format)."""
+    fmt = a.format if a.unscaled else b.format
+    return of(a.value + b.value, fmt)
+
+
+def sub(a, b):
+    """Quantity.Sub: the difference, in a's format."""
+    fmt = a.format if a.unscaled else b.format
+    return of(a.value - b.value, fmt)

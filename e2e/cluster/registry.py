@@ -50,6 +50,8 @@ class Request:
             raise bad_request('fieldValidation must be one of "Ignore", "Warn", or "Strict", '
                               'got "%s"' % mode)
         self.field_validation = mode
+        # Warnings of admission (PodSecurity), for the response's headers.
+        self.warnings = []
 
     def arg(self, name, default=None):
         return self.query.get(name, [default])[0]
@@ -74,9 +76,9 @@ def _missing_kind(raw, kind):
 class Registry:
     """The verbs, for every kind the cluster serves."""
 
-    def __init__(self, store):
+    def __init__(self, store, admission_plugins=()):
         self.store = store
-        self.admission = Admission(self)
+        self.admission = Admission(self, admission_plugins)
         self._kinds_cache = (None, None)
         self._ip_lock = threading.Lock()
         self._next_ip = 10
@@ -170,7 +172,8 @@ class Registry:
             # What etcd3's store.Create answers, through as a plain error.
             raise ApiError(500, "Unknown", "resourceVersion should not be set on objects to "
                            "be created")
-        return Result(201, self._create(kind, ns, obj, req), warnings)
+        obj = self._create(kind, ns, obj, req)
+        return Result(201, obj, warnings + req.warnings)
 
     def _generated_name(self, prefix):
         return prefix[:58] + "".join(random.choice(NAME_ALPHABET) for _ in range(5))
@@ -199,6 +202,7 @@ class Registry:
             causes = kind.validate(obj, ctx)
             if causes:
                 raise invalid_error(kind.kind, kind.group, md.get("name"), causes)
+            self.admission.validate_create(kind, obj, ctx)
             if req.dry_run:
                 return obj
             return self.store.create(kind.key, ns if kind.namespaced else None, obj)
@@ -257,17 +261,20 @@ class Registry:
             if old is None:
                 if kind.create_on_update and sub is None and not patched:
                     obj["metadata"].pop("resourceVersion", None)
-                    return Result(201, self._create(kind, ns, obj, req), warnings)
+                    obj = self._create(kind, ns, obj, req)
+                    return Result(201, obj, warnings + req.warnings)
                 raise not_found_error(kind.plural, kind.group, name)
             self._check_version(kind, obj, old, name)
             new = self._merge_with_old(kind, obj, old, sub)
-            ctx = Context(self, kind, ns, req)
+            ctx = Context(self, kind, ns, req, sub)
             self.admission.update(kind, new, old, ctx)
             if kind.generation and _spec_view(new) != _spec_view(old):
                 new["metadata"]["generation"] = old["metadata"].get("generation", 1) + 1
             causes = kind.validate_update(new, old, ctx)
             if causes:
                 raise invalid_error(kind.kind, kind.group, name, causes)
+            self.admission.validate_update(kind, new, old, ctx)
+            warnings = list(warnings) + req.warnings
             if req.dry_run:
                 return Result(200, new, warnings)
             md = new["metadata"]

@@ -158,7 +158,7 @@ def _check(s, v, path, errs):
     name = path or "<root>"
     if v is None:
         if not s.get("nullable", False):
-            errs.append(Cause("FieldValueInvalid", name, "%s in body must be of type %s: "
+            errs.append(Cause("FieldValueTypeInvalid", name, "%s in body must be of type %s: "
                               '"null"' % (name, s.get("type", "object")), "null"))
         return
     if s.get("x-kubernetes-int-or-string"):
@@ -168,7 +168,9 @@ def _check(s, v, path, errs):
         return
     kind = s.get("type")
     if kind and not _type_ok(kind, v):
-        errs.append(Cause("FieldValueInvalid", name, '%s in body must be of type %s: "%s"'
+        # InvalidTypeCode becomes field.TypeInvalid (apiextensions
+        # validation.ValidateCustomResource), which blocks the CEL rules.
+        errs.append(Cause("FieldValueTypeInvalid", name, '%s in body must be of type %s: "%s"'
                           % (name, kind, _type_name(v)), _type_name(v)))
         return
     if "enum" in s and v not in s["enum"]:

@@ -139,6 +139,18 @@ def _col(name, cell, ctype="string", priority=0):
     return {"name": name, "type": ctype, "cell": cell, "priority": priority}
 
 
+def _quota_column(limits):
+    """printResourceQuota's Request or Limit column: "name: used/hard" of
+    status.hard's resources (those named limits.* in the Limit column),
+    sorted, joined by ", "."""
+    def cell(rq):
+        status = rq.get("status") or {}
+        hard, used = status.get("hard") or {}, status.get("used") or {}
+        return ", ".join("%s: %s/%s" % (k, used.get(k, "0"), hard[k]) for k in sorted(hard)
+                         if k.startswith("limits.") == limits)
+    return cell
+
+
 AGE = _col("Age", _age_cell)
 COLUMNS = {
     "/v1/pods": [
@@ -162,6 +174,10 @@ COLUMNS = {
         _col("Containers", _containers(_template), priority=1),
         _col("Images", _images(_template), priority=1),
         _col("Selector", _selector, priority=1)],
+    "/v1/resourcequotas": [AGE, _col("Request", _quota_column(False)),
+                           _col("Limit", _quota_column(True))],
+    "/v1/limitranges": [_col("Created At", lambda o: o["metadata"].get("creationTimestamp"),
+                             "date")],
     "apps/v1/replicasets": [
         _col("Desired", lambda r: (r.get("spec") or {}).get("replicas", 1), "integer"),
         _col("Current", _status("replicas"), "integer"),

@@ -83,10 +83,18 @@ print(a.getsockname()[1], b.getsockname()[1])')
 # MWJ_CLUSTER_BOOKMARK_SECONDS: about how often a watch gets a bookmark
 # after a change (a real server's is about a minute; tests shorten it).
 # MWJ_CLUSTER_WATCH_HISTORY: changes kept per resource for watches.
+# MWJ_CLUSTER_SA_DELAY_SECONDS: how long a new namespace waits for its
+# ServiceAccount "default" (pods created before are refused, as on a real
+# cluster whose controller-manager has not made it yet); 0: at once.
+# MWJ_CLUSTER_ADMISSION_PLUGINS: admission plugins to turn on besides the
+# default ones (kube-apiserver's --enable-admission-plugins), e.g.
+# OwnerReferencesPermissionEnforcement.
 nohup /usr/bin/python3 "$here/apiserver.py" --port "$backend" --plain-http --public-port "$port" \
 	--token "$token" --node-dir "$dir/node" --ca "$dir/ca.crt" \
 	--bookmark-seconds "${MWJ_CLUSTER_BOOKMARK_SECONDS:-60}" \
 	--watch-history "${MWJ_CLUSTER_WATCH_HISTORY:-1000}" \
+	--service-account-delay-seconds "${MWJ_CLUSTER_SA_DELAY_SECONDS:-2}" \
+	--enable-admission-plugins "${MWJ_CLUSTER_ADMISSION_PLUGINS:-}" \
 	--podnet "$dir/podnet.so" --sandbox "$dir/podsandbox" "${images[@]}" \
 	> "$dir/apiserver.log" 2>&1 &
 echo $! > "$dir/apiserver.pid"
