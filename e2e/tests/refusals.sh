@@ -81,8 +81,15 @@ check "the CRD is applied" prepare
 start_operator
 check "mwj-operator starts and fills its caches" test -n "$op_pid"
 
+# A namespace, once its ServiceAccount "default" is made (scenario S is
+# about what happens before).
+has_default_sa() { k -n "$1" get serviceaccount default > /dev/null 2>&1; }
+namespace() {
+	k create namespace "$1" > /dev/null && until_true 30 "namespace $1's ServiceAccount" has_default_sa "$1"
+}
+
 # Q. A quota that allows no Secret.
-k create namespace q-secrets > /dev/null
+namespace q-secrets
 k -n q-secrets create quota q --hard=secrets=0 > /dev/null
 mini held 2 'sleep 1; exit 0' | k -n q-secrets apply -f - > /dev/null
 check "Q. a quota of 0 Secrets: Created False, CreateRefused, the quota's own words" \
@@ -99,14 +106,20 @@ check "Q. ... both pods at attempt 0, nothing passed over" eval '[ "$(pod_attemp
 1 0" ] && ! reasons_in q-secrets held | grep -q CreateUnconfirmed'
 check "Q. ... and Created True" eval '[ "$(created_reason q-secrets held)" = PodsCreated ]'
 
-# P. A quota of one pod for two workers: the second is refused, the first
-# runs; raising the quota brings the second at attempt 0.
-k create namespace q-pods > /dev/null
+# P. A quota of one pod for two workers: one is refused, the other runs;
+# raising the quota brings the second at attempt 0.
+namespace q-pods
 k -n q-pods create quota q --hard=pods=1 > /dev/null
 mini twopods 2 'sleep 30; exit 0' | k -n q-pods apply -f - > /dev/null
-check "P. a quota of one pod: worker 1 refused, in the quota's words" told_refused q-pods twopods \
-	'cannot create pod twopods-worker-1 (worker 1): pods "twopods-worker-1" is forbidden: exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1' 30
-check "P. worker 0 was created all the same" eval '[ "$(pod_attempts q-pods twopods)" = "0 0" ]'
+check "P. a quota of one pod: one worker refused, in the quota's words" told_refused q-pods twopods \
+	'is forbidden: exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1' 30
+one_made() {
+	local made
+	made=$(pod_attempts q-pods twopods)
+	echo "$made"
+	[ "$made" = "0 0" ] || [ "$made" = "1 0" ]
+}
+check "P. the other worker was created all the same, at attempt 0" one_made
 check "P. no loop" no_loop q-pods 10 8
 k -n q-pods patch quota q --type merge -p '{"spec":{"hard":{"pods":"2"}}}' > /dev/null
 both_pods() { [ "$(pod_attempts q-pods twopods)" = "0 0
@@ -115,7 +128,7 @@ check "P. the quota raised, worker 1 comes at attempt 0" until_true 90 "worker 1
 
 # C. A quota on compute: pods without limits are refused until a
 # LimitRange gives them defaults.
-k create namespace q-cpu > /dev/null
+namespace q-cpu
 k -n q-cpu create quota q --hard=limits.cpu=4,limits.memory=4Gi > /dev/null
 mini compute 1 'exit 0' | k -n q-cpu apply -f - > /dev/null
 check "C. a compute quota and a pod without limits: refused, naming what is missing" \
@@ -143,7 +156,7 @@ sa_refused() { grep -q 'job fresh/early: .*serviceaccount \\"default\\" not foun
 check "S. ... and it was refused first, with the admission's words" sa_refused
 
 # R. Pod Security "restricted".
-k create namespace strict > /dev/null
+namespace strict
 k label namespace strict pod-security.kubernetes.io/enforce=restricted > /dev/null
 mini loose 1 'exit 0' | k -n strict apply -f - > /dev/null
 check "R. a template that breaks the restricted profile: refused, with Pod Security's words" \
@@ -173,7 +186,7 @@ check "R. every example's pods are admitted in a restricted namespace" examples_
 
 # T. A namespace being deleted: nothing is created there any more, and
 # its jobs cost no loop of refused creates.
-k create namespace doomed > /dev/null
+namespace doomed
 mini doomed 2 'sleep 300' | k -n doomed apply -f - > /dev/null
 doomed_running() { [ "$(field doomed doomed '{.status.phase}')" = Running ]; }
 check "T. a job runs in a namespace about to be deleted" until_true 60 "mwj/doomed" doomed_running
@@ -190,7 +203,7 @@ check "T. at most a few creates refused while it terminates" terminating_bounded
 k -n doomed patch configmap hold --type merge -p '{"metadata":{"finalizers":null}}' > /dev/null 2>&1
 
 # D. The worker container decides, whatever a sidecar does.
-k create namespace side > /dev/null
+namespace side
 sidecar='      - name: log-shipper
         image: busybox:1.36
         command: [sh, -c, "sleep 3600"]'
@@ -211,7 +224,7 @@ check "D. a native sidecar (an init container that always restarts): the job suc
 	ends side native Succeeded 60
 
 # N. Never adopt.
-k create namespace plant > /dev/null
+namespace plant
 k -n plant create secret generic planted-ring-key --from-literal=key=abc > /dev/null
 mini planted 1 'test "$(wc -c < $MWJ_JOB_SECRET_FILE)" = 32' | k -n plant apply -f - > /dev/null
 not_planted() {
@@ -244,7 +257,7 @@ check "N. ... never taken for the job's own terminating pod" eval '! grep -q "po
 
 # I. spec.workers is immutable; the checkpoint mount may not hide the
 # operator's own.
-k create namespace rules > /dev/null
+namespace rules
 mini fixed 2 'sleep 60' | k -n rules apply -f - > /dev/null
 immutable() {
 	local out
@@ -260,7 +273,7 @@ check "I. a checkpoint mountPath over the ring key fails the job, InvalidSpec" \
 
 # K. The ring key is 0400 (0440 with the pod's fsGroup), in the worker
 # container only, and no ServiceAccount token is mounted.
-k create namespace keys > /dev/null
+namespace keys
 peek='      - name: peek
         image: busybox:1.36
         command: [sh, -c, "test -e /var/run/secrets/mwj/key && echo sees-key; exit 0"]'
