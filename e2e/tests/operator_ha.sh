@@ -38,7 +38,7 @@ start() {
 port() { # port REPLICA metrics|healthz
 	local what=/metrics
 	[ "$2" = metrics ] || what=/healthz
-	sed -n "s#.*serving ${what}[^0-9]* port \([0-9]*\)\$#\1#p" "${log[$1]}" | head -1
+	sed -n "s#.*serving ${what}[^0-9]* port \([0-9]*\).*#\1#p" "${log[$1]}" | head -1
 }
 url() { echo "http://127.0.0.1:$(port "$1" "$2")$3"; }
 metric() { "$root/e2e/tests/metrics.py" "$(url "$1" metrics /metrics)" "${@:2}"; } # REPLICA NAME [L=V]

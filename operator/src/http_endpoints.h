@@ -32,6 +32,7 @@ struct http_endpoints {
 	struct http_listener listeners[2];       /* metrics (and health when shared), health */
 	struct MHD_Daemon *metrics_d, *health_d; /* health_d NULL when shared or off */
 	int metrics_port, health_port;           /* bound ports; 0 when off */
+	unsigned int connection_limit;           /* each listener's (http_endpoints.c) */
 };
 
 /* Starts the listeners. Returns 0, or -1 with a message naming the
