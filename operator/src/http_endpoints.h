@@ -1,6 +1,8 @@
 /* http_endpoints.h - the operator's own HTTP endpoints, served by
- * libmicrohttpd (one internal thread per listener, woken only by
- * connections: an idle operator spends no CPU here):
+ * libmicrohttpd (one internal epoll thread per listener, woken only by
+ * connections: an idle operator spends no CPU here; thousands of idle or
+ * bursting clients leave the probes answered, within the limits that
+ * http_endpoints.c sets and explains):
  *
  *   --metrics-addr  GET /metrics  the Prometheus text (operator_metrics.h)
  *   --health-addr   GET /healthz  200 while the process' loops turn: every
