@@ -21,6 +21,7 @@ pods fit on one machine), applied at once. Prints JSON lines:
 The operator's figures come from its own /metrics (read with Prometheus'
 parser) and /proc; the cluster's CPU from /proc of its processes.
 """
+import contextlib
 import json
 import os
 import re
@@ -138,6 +139,25 @@ class Operator:
         return self.proc.wait(timeout=60)
 
 
+@contextlib.contextmanager
+def local_cluster(prefix, operators):
+    """A local test cluster of its own for the with block, KUBECONFIG
+    pointing at it; yields its state folder. At the end every Operator in
+    the list operators that still runs is killed, and the cluster stopped."""
+    state = tempfile.mkdtemp(prefix=prefix)
+    subprocess.run([os.path.join(ROOT, "e2e", "cluster", "up.sh"), state], check=True,
+                   stdout=subprocess.DEVNULL)
+    os.environ["KUBECONFIG"] = os.path.join(state, "kubeconfig")
+    try:
+        yield state
+    finally:
+        for op in operators:
+            if op.proc.poll() is None:
+                op.proc.kill()
+        subprocess.run([os.path.join(ROOT, "e2e", "cluster", "down.sh"), state],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def cluster_pids(state):
     pids = []
     for name in ("apiserver.pid", "nginx.pid"):
@@ -192,18 +212,15 @@ def log_times(path, pattern):
 
 
 def main():
-    state = tempfile.mkdtemp(prefix="mwj-scale-")
-    subprocess.run([os.path.join(ROOT, "e2e", "cluster", "up.sh"), state], check=True,
-                   stdout=subprocess.DEVNULL)
-    os.environ["KUBECONFIG"] = os.path.join(state, "kubeconfig")
-    op = None
-    try:
+    ops = []
+    with local_cluster("mwj-scale-", ops) as state:
         kubectl("apply", "-f", os.path.join(ROOT, "crds"))
         wait_for("the CRD", lambda: kubectl(
             "get", "crd", "multiworkerjobs.training.mwj.io", "-o",
             "jsonpath={.status.conditions[?(@.type==\"Established\")].status}") == "True",
             timeout=600)
         op = Operator(state, "operator.log")
+        ops.append(op)
         wait_for("readiness", op.ready, timeout=600)
         time.sleep(2)
         emit(phase="idle", jobs=0, **rss_mb(op.proc.pid), **idle_use(op.proc.pid))
@@ -252,6 +269,7 @@ def main():
         created_before = kubectl("get", "pods", "-o", "name").count("\n")
         t0 = time.monotonic()
         op = Operator(state, "operator-2.log")
+        ops.append(op)
         wait_for("readiness", op.ready, timeout=600)
         t_ready = time.monotonic() - t0
         wait_for("the resync", lambda: op.value("mwj_operator_reconcile_total") >= JOBS and
@@ -261,11 +279,6 @@ def main():
              pods_created_after_restart=int(op.value("mwj_operator_pods_created_total")),
              pods=kubectl("get", "pods", "-o", "name").count("\n"), pods_before=created_before,
              **rss_mb(op.proc.pid))
-    finally:
-        if op is not None and op.proc.poll() is None:
-            op.proc.kill()
-        subprocess.run([os.path.join(ROOT, "e2e", "cluster", "down.sh"), state],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 if __name__ == "__main__":

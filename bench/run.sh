@@ -19,6 +19,8 @@
 #      local test cluster: time to 400 pods, CPU and API requests against
 #      the cluster's, RSS and idle CPU, preemption to replacement, and a
 #      restart's resync.
+#   9. operator_endpoints.py: /healthz, /readyz and /metrics with 500 idle
+#      connections held and a burst of 1,000 more: latency p50, p99, max.
 #   0. where a GPU is visible and the CUDA build has been made (make bench
 #      makes it wherever nvcc is): bench_gpu, mwj-worker on the GPU, both
 #      models at batch 64 and 1024, compute and all-reduce, NCCL's
@@ -57,3 +59,4 @@ fi
 MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/recovery.py"
 MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/recovery.py" --key
 MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/operator_scale.py"
+MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/operator_endpoints.py"

@@ -90,33 +90,35 @@ elect_args=(--leader-elect=true --leader-election-namespace="$ns" --leader-elect
 addrs=(--metrics-addr=:8080 --health-addr=:8081)
 
 check "defaults render" render default
-check "defaults: ServiceAccount, ClusterRole and binding, metrics Service, Deployment" \
-	py_check kinds "$state/default.yaml" ServiceAccount ClusterRole ClusterRoleBinding Service Deployment
+check "defaults: ServiceAccount, ClusterRole and binding, the Lease and its Role and binding, metrics Service, Deployment" \
+	py_check kinds "$state/default.yaml" ServiceAccount ClusterRole ClusterRoleBinding Role \
+	RoleBinding Lease Service Deployment
 check "defaults: non-root, read-only root, no escalation, no capabilities, RuntimeDefault; probes; args" \
-	py_check deployment "$state/default.yaml" "$ns" "${base_args[@]}" --leader-elect=false "${addrs[@]}"
-check "defaults: the ClusterRole grants exactly the listed calls, finalizers for admission; no Lease rights without election" \
-	py_check rbac "$state/default.yaml" "$ns" "$list" "" false true
+	py_check deployment "$state/default.yaml" "$ns" "${base_args[@]}" "${elect_args[@]}" "${addrs[@]}"
+check "defaults: the ClusterRole grants exactly the listed calls, finalizers for admission; one replica elects, through that Lease only" \
+	py_check rbac "$state/default.yaml" "$ns" "$list" "" true true
 check "owner-reference enforcement off renders" render no-owner-refs \
 	--set rbac.ownerReferencesPermissionEnforcement=false
 check "owner-reference enforcement off: exactly the calls, no finalizers" \
-	py_check rbac "$state/no-owner-refs.yaml" "$ns" "$list" "" false false
+	py_check rbac "$state/no-owner-refs.yaml" "$ns" "$list" "" true false
 image_tag() { grep -q "image: \"mwj-operator:$version\"" "$state/default.yaml"; }
 check "defaults: the image is mwj-operator:<appVersion>" image_tag
 
 check "one namespace renders" render one-ns --set watchNamespace=ml
-check "one namespace: a Role and RoleBinding in it, nothing cluster-wide" \
-	py_check kinds "$state/one-ns.yaml" ServiceAccount Role RoleBinding Service Deployment
+check "one namespace: a Role and RoleBinding in it (and the Lease's), nothing cluster-wide" \
+	py_check kinds "$state/one-ns.yaml" ServiceAccount Role RoleBinding Role RoleBinding Lease \
+	Service Deployment
 check "one namespace: --namespace=ml" \
 	py_check deployment "$state/one-ns.yaml" "$ns" "${base_args[@]}" --namespace=ml \
-	--leader-elect=false "${addrs[@]}"
+	"${elect_args[@]}" "${addrs[@]}"
 check "one namespace: the Role in ml grants exactly the listed calls" \
-	py_check rbac "$state/one-ns.yaml" "$ns" "$list" ml false true
+	py_check rbac "$state/one-ns.yaml" "$ns" "$list" ml true true
 
 check "two replicas render" render replicas2 --set replicas=2
 check "two replicas: the Lease, and a Role and RoleBinding for it" \
 	py_check kinds "$state/replicas2.yaml" ServiceAccount ClusterRole ClusterRoleBinding Role \
 	RoleBinding Lease Service Deployment
-check "two replicas: leader election on, the Lease in the release's namespace, rolling update" \
+check "two replicas: leader election on, the Lease in the release's namespace, Recreate" \
 	py_check deployment "$state/replicas2.yaml" "$ns" "${base_args[@]}" "${elect_args[@]}" "${addrs[@]}"
 check "two replicas: the Lease's Role grants get, create, update of that Lease only" \
 	py_check rbac "$state/replicas2.yaml" "$ns" "$list" "" true true
@@ -129,16 +131,17 @@ check "a PDB: policy/v1, selects the operator's pods, lets one go" py_check metr
 
 check "a ServiceMonitor renders" render monitor --set serviceMonitor.enabled=true
 check "a ServiceMonitor: one more" \
-	py_check kinds "$state/monitor.yaml" ServiceAccount ClusterRole ClusterRoleBinding Service \
-	Deployment ServiceMonitor
+	py_check kinds "$state/monitor.yaml" ServiceAccount ClusterRole ClusterRoleBinding Role \
+	RoleBinding Lease Service Deployment ServiceMonitor
 check "a ServiceMonitor: selects the metrics Service, port metrics, /metrics" \
 	py_check metrics "$state/monitor.yaml" "$ns"
 
 check "metrics off renders" render no-metrics --set metrics.enabled=false
 check "metrics off: no Service" \
-	py_check kinds "$state/no-metrics.yaml" ServiceAccount ClusterRole ClusterRoleBinding Deployment
+	py_check kinds "$state/no-metrics.yaml" ServiceAccount ClusterRole ClusterRoleBinding Role \
+	RoleBinding Lease Deployment
 check "metrics off: --metrics-addr=0" \
-	py_check deployment "$state/no-metrics.yaml" "$ns" "${base_args[@]}" --leader-elect=false \
+	py_check deployment "$state/no-metrics.yaml" "$ns" "${base_args[@]}" "${elect_args[@]}" \
 	--metrics-addr=0 --health-addr=:8081
 
 all=(--set watchNamespace=ml --set replicas=3 --set pdb.enabled=true --set serviceMonitor.enabled=true
@@ -168,8 +171,9 @@ refused() { # refused WANT HELM-ARGS...: helm refuses to render, saying WANT
 }
 check "refused: a PDB with one replica (it would block every drain)" \
 	refused "would block every node drain" --set pdb.enabled=true
-check "refused: two replicas without leader election" \
-	refused "every replica would act at once" --set replicas=2 --set leaderElection.enabled=false
+check "refused: leader election off, saying why (two operators could act at once)" \
+	refused "leaderElection.enabled=false is no longer possible: the operator always elects" \
+	--set leaderElection.enabled=false
 check "refused: a ServiceMonitor with metrics off" \
 	refused "serviceMonitor.enabled needs metrics.enabled" --set serviceMonitor.enabled=true \
 	--set metrics.enabled=false
@@ -182,7 +186,7 @@ check "refused: one port for metrics and health" \
 	refused "metrics.port and health.port must differ" --set metrics.port=8081
 check "refused: a flag in extraArgs that the chart sets (the RBAC follows --namespace)" \
 	refused "extraArgs: --namespace=ml is set from the chart's values" --set 'extraArgs={--namespace=ml}'
-check "refused: leaderElection.enabled neither auto, true nor false" \
+check "refused: leaderElection.enabled neither auto nor true" \
 	refused "leaderElection.enabled must be one of" --set leaderElection.enabled=maybe
 
 # --- The pod checks can fail ---
@@ -190,7 +194,7 @@ check "refused: leaderElection.enabled neither auto, true nor false" \
 insecure() { # insecure HELM-ARGS...: the pod check refuses what these values render
 	render insecure "$@" &&
 		fails py_check deployment "$state/insecure.yaml" "$ns" "${base_args[@]}" \
-			--leader-elect=false "${addrs[@]}"
+			"${elect_args[@]}" "${addrs[@]}"
 }
 check "the pod check refuses a writable root filesystem" \
 	insecure --set securityContext.readOnlyRootFilesystem=false
@@ -244,7 +248,8 @@ notes_say() { # notes_say NAME HELM-ARGS... -- WORDS...
 check "NOTES.txt: wait for the rollout, apply a job, watch it, read the logs and metrics" \
 	notes_say notes-default -- "rollout status deployment/mwj-mwj-operator" \
 	"every namespace" "kubectl apply -n default -f examples/minimal.yaml" "kubectl get mwj" \
-	"logs deployment/mwj-mwj-operator" "port-forward service/mwj-mwj-operator-metrics 8080"
+	"logs deployment/mwj-mwj-operator" "port-forward service/mwj-mwj-operator-metrics 8080" \
+	"The replica leads through the Lease mwj-system/mwj-operator"
 check "NOTES.txt: one namespace, two replicas: where jobs go, who leads" \
 	notes_say notes-ns --set watchNamespace=ml --set replicas=2 -- "in namespace ml only" \
 	"kubectl apply -n ml" "Lease mwj-system/mwj-operator" "get lease mwj-operator"

@@ -6,6 +6,11 @@
 # upgrade to more replicas, the ConfigMap storage driver, then kubectl with a
 # ServiceAccount token: allowed what the chart's Role grants, refused the
 # rest with the real server's 403, then helm uninstall leaving nothing behind.
+# Then mwj-operator's own chart, the operator a pod (in-cluster) of the
+# built binary, upgraded 1 -> 2 -> 2 with a new pod template -> 1 replicas
+# while jobs keep arriving: its pods' logs show that at most one replica
+# ever acted at a time and every pod was created by the replica that led
+# then, and the API server's access log that no pod was created twice.
 # Ends with "N passed, N failed".
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -15,7 +20,14 @@ if ! command -v "$helm" > /dev/null; then
 	echo "0 passed, 1 failed"
 	exit 1
 fi
-cluster_up
+operator_bin=${MWJ_OPERATOR_BIN:-$root/build/bin/mwj-operator}
+if ! command -v "$kubectl" > /dev/null ||
+	! "$root/e2e/cluster/up.sh" "$state" --image "mwj-operator=$operator_bin" > /dev/null; then
+	echo "FAIL the local test cluster starts"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+export KUBECONFIG=$state/kubeconfig
 chart=$root/e2e/tests/testdata/helm-smoke
 h() { "$helm" "$@"; }
 
@@ -141,5 +153,89 @@ expired() {
 	printf '%s\n' "$out" | grep -q 'Unauthorized'
 }
 check "the token ends with its ServiceAccount" expired
+
+# --- mwj-operator's chart: one active replica, always ---
+
+# MWJ_CHART: another version of the chart to try (an older release's).
+mchart=${MWJ_CHART:-$root/charts/mwj-operator}
+ns=mwj-system
+margs=(-n "$ns" --wait --timeout 120s --set logLevel=debug)
+sleeper() { # sleeper NAME: a one-worker job that sleeps
+	printf '%s\n' 'apiVersion: training.mwj.io/v1' 'kind: MultiWorkerJob' "metadata: {name: $1}" \
+		"spec: {workers: 1, template: {spec: {terminationGracePeriodSeconds: 1, containers: [{name: worker, image: 'busybox:1.36', command: [sh, -c, 'sleep 600']}]}}}" |
+		k apply -f - > /dev/null
+}
+# upgrade HELM-ARGS...: helm upgrade --wait while a new job arrives every
+# 0.3 s, so that there is work at every moment of the rollout.
+upgrade() {
+	local n=0 rc t0=$SECONDS jobs
+	jobs=$(k get mwj -o name | wc -l)
+	h upgrade mwj "$mchart" "${margs[@]}" "$@" > "$state/upgrade.out" 2>&1 &
+	local helm_pid=$!
+	while kill -0 "$helm_pid" 2> /dev/null; do
+		jobs=$((jobs + 1))
+		sleeper "u$jobs"
+		sleep 0.3
+		n=$((n + 1))
+	done
+	wait "$helm_pid"
+	rc=$?
+	echo "(helm upgrade $* took about $((SECONDS - t0)) s; $n jobs arrived meanwhile)" |
+		tee -a "$state/upgrades.txt"
+	[ "$rc" = 0 ] || cat "$state/upgrade.out"
+	return "$rc"
+}
+running() { [ "$(k get pod "$1" -o jsonpath='{.status.phase}' 2> /dev/null)" = Running ]; }
+all_running() {
+	local j
+	for j in $(k get mwj -o jsonpath='{.items[*].metadata.name}'); do
+		running "$j-worker-0" || return 1
+	done
+}
+operator_logs() { ls "$state"/node/pods/"$ns"/*/logs/operator-*.log; }
+
+check "mwj-operator's chart installs with one replica" \
+	h install mwj "$mchart" --create-namespace "${margs[@]}"
+one_elects() {
+	local pod
+	pod=$(k -n "$ns" get pods -l app.kubernetes.io/instance=mwj -o jsonpath='{.items[0].metadata.name}')
+	until_true 30 "a leader" bash -c "[ -n \"\$('$kubectl' -n $ns get lease mwj-operator -o jsonpath='{.spec.holderIdentity}')\" ]" &&
+		[ "$(k -n "$ns" get lease mwj-operator -o jsonpath='{.spec.holderIdentity}' | cut -d_ -f1)" = "$pod" ]
+}
+check "one replica elects too: it holds the chart's Lease" one_elects
+# On a real cluster a new pod is available only once its readiness probe
+# has passed, seconds after it started; the local node runs no probes, and
+# minReadySeconds stands in for them (helm keeps a field its chart does not
+# set). A RollingUpdate keeps the old pods that long beside the new ones.
+check "minReadySeconds 3 stands in for the readiness probe" \
+	k -n "$ns" patch deployment mwj-mwj-operator --type merge -p '{"spec":{"minReadySeconds":3}}'
+creates0=$(grep -c '"POST /api/v1/namespaces/default/pods HTTP/[0-9.]*" 201' "$state/nginx-access.log")
+check "helm upgrade to 2 replicas while jobs arrive" upgrade --set replicas=2
+check "helm upgrade of the pod template with 2 replicas while jobs arrive" \
+	upgrade --set replicas=2 --set-string podAnnotations.rollout=2
+check "helm upgrade back to 1 replica while jobs arrive" \
+	upgrade --set replicas=1 --set-string podAnnotations.rollout=2
+check "every job that arrived runs its worker" until_true 120 "every job's worker" all_running
+one_at_a_time() {
+	# shellcheck disable=SC2046 # one path per replica
+	"$root/e2e/tests/acting.py" --now $(operator_logs) > "$state/acting.txt"
+	local rc=$?
+	cat "$state/acting.txt"
+	return "$rc"
+}
+check "the operator pods' logs: at most one replica acted at a time, each pod created by the leader of that moment" \
+	one_at_a_time
+sed 's/^/     /' "$state/upgrades.txt" 2> /dev/null
+sed -n 's/^none  \(.*\)/     no replica acted \1/p' "$state/acting.txt" 2> /dev/null
+once() {
+	local made refused jobs
+	jobs=$(k get mwj -o name | wc -l)
+	made=$(($(grep -c '"POST /api/v1/namespaces/default/pods HTTP/[0-9.]*" 201' "$state/nginx-access.log") - creates0))
+	refused=$(grep -c '"POST /api/v1/namespaces/default/pods HTTP/[0-9.]*" 409' "$state/nginx-access.log")
+	echo "$made pods created for $jobs jobs, $refused creates refused as duplicates"
+	[ "$made" = "$jobs" ] && [ "$refused" = 0 ]
+}
+check "the API server created each job's pod once, and refused no duplicate" once
+check "helm uninstall of mwj-operator's chart" h uninstall mwj -n "$ns" --wait --timeout 60s
 
 finish

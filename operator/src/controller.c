@@ -484,10 +484,18 @@ static void *worker_main(void *arg)
 {
 	struct controller *c = arg;
 	char key[WORKQUEUE_KEY_LEN], err[ERR_LEN];
+	struct workqueue_taken t;
 
-	while (workqueue_get(&c->queue, key)) {
+	while (workqueue_get_taken(&c->queue, key, &t)) {
 		long long start = timers_now_ms();
-		int rc = controller_sync(c, key, err);
+		int rc;
+
+		if (t.backoff_left_ms > 0)
+			log_info("job %s: retry %lu comes %lld ms before its back-off ends: %s",
+			         key, t.failures, t.backoff_left_ms,
+			         t.why == WORKQUEUE_ADDED ? "the job or one of its objects changed"
+			                                  : "a deadline or time to live is due");
+		rc = controller_sync(c, key, err);
 
 		histogram_observe_us(&c->reconcile_time, (timers_now_ms() - start) * 1000);
 		__atomic_fetch_add(&c->reconciles, 1, __ATOMIC_RELAXED);

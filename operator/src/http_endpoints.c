@@ -5,9 +5,11 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include "err.h"
@@ -16,9 +18,30 @@
 #include "prom_text.h"
 #include "timers.h"
 
-#define CONNECTION_LIMIT     64
-#define CONNECTION_TIMEOUT_S 10
-#define HOST_LEN             256
+/* What keeps the endpoints answering when clients misbehave (a burst of
+ * a thousand connections, hundreds that connect and say nothing): each
+ * listener polls with epoll on a thread of its own, so a connection costs
+ * a descriptor and a little memory, not a thread nor a slot of select's
+ * 1,024; it takes up to CONNECTION_LIMIT at once, far above what probes
+ * and scrapes need, within the descriptors the process may open (see
+ * connection_limit); one that has sent nothing for CONNECTION_TIMEOUT_S
+ * is closed, so silent ones free their slot in seconds, not the minutes a
+ * drain of 64 slots took; each gets MEMORY_LIMIT bytes for its request
+ * and reply headers (our requests are one line and a few headers; a
+ * Prometheus scrape with a bearer token is under 2 KiB), so that a full
+ * listener costs at most CONNECTION_LIMIT x MEMORY_LIMIT (16 MiB); and
+ * LISTEN_BACKLOG connections wait in the kernel while the limit is
+ * reached, instead of being refused. */
+#define CONNECTION_LIMIT     2048
+#define CONNECTION_TIMEOUT_S 3
+#define MEMORY_LIMIT         8192
+#define LISTEN_BACKLOG       1024
+/* Descriptors kept for the rest of the operator (the API client's
+ * connections, its watches, logs) when the limit is cut to fit
+ * RLIMIT_NOFILE. */
+#define FD_RESERVE     256
+#define CONNECTION_MIN 16
+#define HOST_LEN       256
 
 /* A leader election loop turns every retry period; one that has not for
  * twice the lease duration is stuck (its requests time out well before). */
@@ -170,12 +193,50 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 /* --- listeners --- */
 
-static struct MHD_Daemon *listen_on(const char *addr, struct http_listener *ln, int *bound,
-                                    char *err)
+/* CONNECTION_LIMIT for each of n listeners, cut to what RLIMIT_NOFILE
+ * leaves after FD_RESERVE: a listener that reaches its limit stops
+ * accepting (the rest wait in the backlog), whereas one that runs out of
+ * descriptors would starve the API client too. */
+static unsigned int connection_limit(int n)
+{
+	struct rlimit rl;
+	rlim_t fit;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return CONNECTION_LIMIT;
+	fit = rl.rlim_cur > FD_RESERVE ? (rl.rlim_cur - FD_RESERVE) / (rlim_t)n : 0;
+	if (fit < CONNECTION_MIN)
+		fit = CONNECTION_MIN;
+	return fit < CONNECTION_LIMIT ? (unsigned int)fit : CONNECTION_LIMIT;
+}
+
+/* One daemon with the options above; sa NULL: every address of the
+ * family flags name. */
+static struct MHD_Daemon *start_daemon(unsigned int flags, int port, const struct sockaddr *sa,
+                                       struct http_listener *ln, unsigned int limit)
+{
+	struct MHD_OptionItem opts[] = {
+	    {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)limit, NULL},
+	    {MHD_OPTION_CONNECTION_TIMEOUT, CONNECTION_TIMEOUT_S, NULL},
+	    {MHD_OPTION_CONNECTION_MEMORY_LIMIT, MEMORY_LIMIT, NULL},
+	    {MHD_OPTION_LISTEN_BACKLOG_SIZE, LISTEN_BACKLOG, NULL},
+	    {sa != NULL ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_END, 0, (void *)sa},
+	    {MHD_OPTION_END, 0, NULL},
+	};
+
+	return MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, ln,
+	                        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_ARRAY, opts,
+	                        MHD_OPTION_END);
+}
+
+static struct MHD_Daemon *listen_on(const char *addr, struct http_listener *ln, unsigned int limit,
+                                    int *bound, char *err)
 {
 	char host[HOST_LEN] = "", port_s[8];
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai = NULL;
-	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
+	unsigned int flags =
+	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
+	    (MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES ? MHD_USE_EPOLL : MHD_USE_POLL);
 	struct MHD_Daemon *d;
 	const union MHD_DaemonInfo *info;
 	int port = 0, rc;
@@ -184,17 +245,9 @@ static struct MHD_Daemon *listen_on(const char *addr, struct http_listener *ln, 
 		return NULL;
 	if (host[0] == '\0') {
 		/* Every address: IPv6 and IPv4 where the host has IPv6, else IPv4. */
-		d = MHD_start_daemon(flags | MHD_USE_DUAL_STACK, (uint16_t)port, NULL, NULL,
-		                     on_request, ln, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-		                     MHD_OPTION_CONNECTION_LIMIT, (unsigned int)CONNECTION_LIMIT,
-		                     MHD_OPTION_CONNECTION_TIMEOUT,
-		                     (unsigned int)CONNECTION_TIMEOUT_S, MHD_OPTION_END);
+		d = start_daemon(flags | MHD_USE_DUAL_STACK, port, NULL, ln, limit);
 		if (d == NULL)
-			d = MHD_start_daemon(
-			    flags, (uint16_t)port, NULL, NULL, on_request, ln,
-			    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_CONNECTION_LIMIT,
-			    (unsigned int)CONNECTION_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT,
-			    (unsigned int)CONNECTION_TIMEOUT_S, MHD_OPTION_END);
+			d = start_daemon(flags, port, NULL, ln, limit);
 	} else {
 		snprintf(port_s, sizeof(port_s), "%d", port);
 		rc = getaddrinfo(host, port_s, &hints, &ai);
@@ -204,11 +257,7 @@ static struct MHD_Daemon *listen_on(const char *addr, struct http_listener *ln, 
 		}
 		if (ai->ai_family == AF_INET6)
 			flags |= MHD_USE_IPv6;
-		d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, ln,
-		                     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-		                     MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT,
-		                     (unsigned int)CONNECTION_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT,
-		                     (unsigned int)CONNECTION_TIMEOUT_S, MHD_OPTION_END);
+		d = start_daemon(flags, port, ai->ai_addr, ln, limit);
 		freeaddrinfo(ai);
 	}
 	if (d == NULL) {
@@ -228,25 +277,33 @@ int http_endpoints_start(struct http_endpoints *h, const struct operator_metrics
 	/* One address, one listener; but port 0 asks for two free ports. */
 	int shared = metrics_on && health_on && strcmp(metrics_addr, health_addr) == 0 &&
 	             !(n >= 2 && strcmp(metrics_addr + n - 2, ":0") == 0);
+	int listeners = metrics_on + (health_on && !shared);
+	unsigned int limit = connection_limit(listeners > 0 ? listeners : 1);
 
 	memset(h, 0, sizeof(*h));
 	h->metrics = m;
+	h->connection_limit = limit;
 	h->listeners[0] = (struct http_listener){m, SERVE_METRICS | (shared ? SERVE_HEALTH : 0)};
 	h->listeners[1] = (struct http_listener){m, SERVE_HEALTH};
 	if (metrics_on) {
-		h->metrics_d = listen_on(metrics_addr, &h->listeners[0], &h->metrics_port, err);
+		h->metrics_d =
+		    listen_on(metrics_addr, &h->listeners[0], limit, &h->metrics_port, err);
 		if (h->metrics_d == NULL)
 			return err_prefix(err, "--metrics-addr");
-		log_info("serving /metrics%s on port %d", shared ? ", /healthz and /readyz" : "",
-		         h->metrics_port);
+		log_info("serving /metrics%s on port %d (up to %u connections, idle ones closed "
+		         "after %d s)",
+		         shared ? ", /healthz and /readyz" : "", h->metrics_port, limit,
+		         CONNECTION_TIMEOUT_S);
 	}
 	if (health_on && !shared) {
-		h->health_d = listen_on(health_addr, &h->listeners[1], &h->health_port, err);
+		h->health_d = listen_on(health_addr, &h->listeners[1], limit, &h->health_port, err);
 		if (h->health_d == NULL) {
 			http_endpoints_stop(h);
 			return err_prefix(err, "--health-addr");
 		}
-		log_info("serving /healthz and /readyz on port %d", h->health_port);
+		log_info("serving /healthz and /readyz on port %d (up to %u connections, idle ones "
+		         "closed after %d s)",
+		         h->health_port, limit, CONNECTION_TIMEOUT_S);
 	}
 	if (shared)
 		h->health_port = h->metrics_port;

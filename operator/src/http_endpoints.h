@@ -1,6 +1,8 @@
 /* http_endpoints.h - the operator's own HTTP endpoints, served by
- * libmicrohttpd (one internal thread per listener, woken only by
- * connections: an idle operator spends no CPU here):
+ * libmicrohttpd (one internal epoll thread per listener, woken only by
+ * connections: an idle operator spends no CPU here; thousands of idle or
+ * bursting clients leave the probes answered, within the limits that
+ * http_endpoints.c sets and explains):
  *
  *   --metrics-addr  GET /metrics  the Prometheus text (operator_metrics.h)
  *   --health-addr   GET /healthz  200 while the process' loops turn: every
@@ -32,6 +34,7 @@ struct http_endpoints {
 	struct http_listener listeners[2];       /* metrics (and health when shared), health */
 	struct MHD_Daemon *metrics_d, *health_d; /* health_d NULL when shared or off */
 	int metrics_port, health_port;           /* bound ports; 0 when off */
+	unsigned int connection_limit;           /* each listener's (http_endpoints.c) */
 };
 
 /* Starts the listeners. Returns 0, or -1 with a message naming the

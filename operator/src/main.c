@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -78,6 +79,21 @@ static void wait_for_signal(struct stopper *s)
 	while (!s->signal)
 		pthread_cond_wait(&s->cond, &s->lock);
 	pthread_mutex_unlock(&s->lock);
+}
+
+/* Raises the soft limit on open descriptors to the hard one, as Go's
+ * runtime does for every Go controller: the soft limit is often 1,024,
+ * far below what the hard limit allows, and the HTTP endpoints size their
+ * connection limit from it (http_endpoints.c). */
+static void raise_nofile_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		log_warn("setrlimit RLIMIT_NOFILE: %s", strerror(errno));
 }
 
 static void on_started_leading(void *ctx)
@@ -163,7 +179,12 @@ static int run(const struct operator_cli *cli, const struct kube_config *kc, str
 		rc = s->signal ? 0 : -1;
 	else if (electing && leader_start(&l, err) < 0)
 		rc = -1;
-	if (rc == 0 && !s->signal && !electing)
+	if (rc == 0 && !s->signal && !electing && strcmp(kc->source, "in-cluster") == 0)
+		log_warn(
+		    "leader election off in a cluster (--leader-elect=false): nothing keeps "
+		    "another replica from acting beside this one (a rollout, a scale-up, a pod "
+		    "on an unreachable node replaced while it still runs); leave it on");
+	else if (rc == 0 && !s->signal && !electing)
 		log_info("leader election off: this replica reconciles (run one replica only)");
 	if (rc == 0)
 		wait_for_signal(s);
@@ -214,6 +235,7 @@ int main(int argc, char **argv)
 	 * mostly wait, so two arenas cost no speed and hold less: about 1 MB
 	 * less RSS with 100 jobs cached. */
 	mallopt(M_ARENA_MAX, 2);
+	raise_nofile_limit();
 	/* Every thread started from here on leaves these signals to one. */
 	sigemptyset(&s.set);
 	sigaddset(&s.set, SIGTERM);

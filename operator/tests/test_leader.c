@@ -507,6 +507,52 @@ static void test_the_loop_leads_and_gives_up_when_it_cannot_renew(void **state)
 	store_free(s);
 }
 
+/* The shutdown of main.c on SIGTERM, step by step: the signal stops the
+ * client, the loop stops, the client is resumed for the release alone. No
+ * write but the Lease's leaves the replica from the signal on, also after
+ * the release, when a standby may already lead. */
+static void test_sigterm_stops_every_write_and_releases_the_lease(void **state)
+{
+	struct events e = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+	struct leader_config cfg = {"ops", "mwj-operator", "a",  1000, 600,
+	                            100,   on_started,     NULL, &e};
+	struct store *s = store_new();
+	struct kube_result res = {0};
+	cJSON *obj = cJSON_Parse("{\"metadata\":{\"name\":\"x\"}}"), *out = NULL;
+	struct kube_api api;
+	struct leader l;
+	char err[ERR_LEN];
+
+	(void)state;
+	client(&api, s);
+	leader_init(&l, &api, &cfg);
+	api.write_guard = leader_active;
+	api.write_guard_ctx = &l;
+	assert_int_equal(leader_start(&l, err), 0);
+	assert_true(wait_count(&e, &e.started, 1));
+	assert_int_equal(kube_create(&api, "/api/v1/namespaces/ops/pods", obj, &out, &res, err), 0);
+	cJSON_Delete(out);
+	out = NULL;
+	assert_int_equal(s->other_posts, 1); /* the leader writes */
+	kube_api_stop(&api);                 /* the signal */
+	assert_int_equal(kube_create(&api, "/api/v1/namespaces/ops/pods", obj, &out, &res, err),
+	                 -1);
+	leader_stop(&l);
+	assert_int_equal(leader_active(&l), 0);
+	kube_api_resume(&api); /* for the release */
+	assert_int_equal(kube_create(&api, "/api/v1/namespaces/ops/pods", obj, &out, &res, err),
+	                 -1);
+	assert_non_null(strstr(err, "not the leader"));
+	assert_int_equal(leader_release(&l, err), 0);
+	assert_string_equal(spec_str(s, "holderIdentity"), "");
+	assert_int_equal(kube_create(&api, "/api/v1/namespaces/ops/pods", obj, &out, &res, err),
+	                 -1);
+	assert_int_equal(s->other_posts, 1); /* nothing more was sent */
+	cJSON_Delete(obj);
+	leader_destroy(&l);
+	store_free(s);
+}
+
 /* --- configuration --- */
 
 static void test_config_rules_are_client_gos(void **state)
@@ -561,6 +607,7 @@ int main(void)
 	    cmocka_unit_test(test_leader_active_ends_at_the_renew_deadline),
 	    cmocka_unit_test(test_the_write_guard_stops_writes_but_not_reads_nor_the_lease),
 	    cmocka_unit_test(test_the_loop_leads_and_gives_up_when_it_cannot_renew),
+	    cmocka_unit_test(test_sigterm_stops_every_write_and_releases_the_lease),
 	    cmocka_unit_test(test_config_rules_are_client_gos),
 	    cmocka_unit_test(test_identities_are_unique_and_name_the_host),
 	};

@@ -329,6 +329,121 @@ static void test_a_failed_key_comes_back_after_its_backoff(void **state)
 	workqueue_release(&q);
 }
 
+/* Waits up to 5 s for a key to be queued (a timer's), failing the test
+ * instead of hanging. */
+static void wait_queued(struct workqueue *q)
+{
+	for (int i = 0; i < 5000 && workqueue_len(q) == 0; i++)
+		usleep(1000);
+	assert_int_equal(workqueue_len(q), 1);
+}
+
+/* Takes the key that must be queued now, and checks it is "ns/a". */
+static void take_a(struct workqueue *q, struct workqueue_taken *t)
+{
+	char key[WORKQUEUE_KEY_LEN];
+
+	assert_int_equal(workqueue_len(q), 1);
+	assert_int_equal(workqueue_get_taken(q, key, t), 1);
+	assert_string_equal(key, "ns/a");
+}
+
+/* The log said "retrying in 16000 ms" and the retry came 1.4 s later: the
+ * first failure's back-off, still pending, brought the key back before
+ * the second's. */
+static void test_a_retry_comes_no_sooner_than_its_backoff_when_nothing_else_adds_it(void **state)
+{
+	struct workqueue q;
+	char key[WORKQUEUE_KEY_LEN];
+	long long d1, d2, t1;
+
+	(void)state;
+	init(&q, 200, 10000);
+	workqueue_add(&q, "ns/a");
+	get_within(&q, key, 5000);
+	d1 = workqueue_add_rate_limited(&q, key); /* the first failure */
+	workqueue_done(&q, key);
+	assert_int_equal(d1, 200);
+	/* An event brings it at once (client-go does so too); it fails again. */
+	workqueue_add(&q, "ns/a");
+	get_within(&q, key, 5000);
+	d2 = workqueue_add_rate_limited(&q, key);
+	t1 = timers_now_ms();
+	workqueue_done(&q, key);
+	assert_int_equal(d2, 400);
+	/* Nothing adds it now: it comes back after the 400 ms announced. */
+	get_within(&q, key, 5000);
+	assert_string_equal(key, "ns/a");
+	assert_true(timers_now_ms() - t1 >= d2);
+	workqueue_done(&q, key);
+	workqueue_release(&q);
+}
+
+static void test_get_says_when_a_retry_comes_early_and_why(void **state)
+{
+	struct workqueue q;
+	struct workqueue_taken t;
+	char key[WORKQUEUE_KEY_LEN];
+
+	(void)state;
+	init(&q, 60000, 60000);
+	workqueue_add(&q, "ns/a");
+	take_a(&q, &t);
+	assert_int_equal(t.why, WORKQUEUE_ADDED);
+	assert_int_equal(t.failures, 0);
+	assert_int_equal(t.backoff_left_ms, 0); /* not a retry */
+	workqueue_add_rate_limited(&q, "ns/a");
+	workqueue_done(&q, "ns/a");
+	/* An event, a minute before the back-off ends. */
+	workqueue_add(&q, "ns/a");
+	take_a(&q, &t);
+	assert_int_equal(t.why, WORKQUEUE_ADDED);
+	assert_int_equal(t.failures, 1);
+	assert_true(t.backoff_left_ms > 50000 && t.backoff_left_ms <= 60000);
+	workqueue_done(&q, "ns/a");
+	/* A deadline due before the back-off ends brings it early too. */
+	workqueue_add_after(&q, "ns/a", 1);
+	wait_queued(&q);
+	take_a(&q, &t);
+	assert_int_equal(t.why, WORKQUEUE_DELAY_ENDED);
+	assert_true(t.backoff_left_ms > 0);
+	workqueue_done(&q, "ns/a");
+	workqueue_release(&q);
+
+	/* A retry when its back-off ends is on time. */
+	init(&q, 20, 1000);
+	workqueue_add_rate_limited(&q, "ns/a");
+	get_within(&q, key, 5000);
+	workqueue_done(&q, key);
+	workqueue_add_rate_limited(&q, "ns/a");
+	wait_queued(&q);
+	take_a(&q, &t);
+	assert_int_equal(t.why, WORKQUEUE_BACKOFF_ENDED);
+	assert_int_equal(t.failures, 2);
+	assert_int_equal(t.backoff_left_ms, 0);
+	workqueue_done(&q, "ns/a");
+	workqueue_release(&q);
+}
+
+/* An early retry that succeeds leaves nothing to retry: its back-off does
+ * not bring the key back for a pass with nothing to do. */
+static void test_forget_cancels_the_backoff_left(void **state)
+{
+	struct workqueue q;
+	char key[WORKQUEUE_KEY_LEN];
+
+	(void)state;
+	init(&q, 100, 1000);
+	workqueue_add_rate_limited(&q, "ns/a");
+	workqueue_add(&q, "ns/a"); /* an event, before the back-off ends */
+	get_within(&q, key, 5000);
+	workqueue_forget(&q, key); /* it succeeded */
+	workqueue_done(&q, key);
+	usleep(400 * 1000); /* four times the back-off */
+	assert_int_equal(workqueue_len(&q), 0);
+	workqueue_release(&q);
+}
+
 static void test_add_after_delivers_after_the_delay(void **state)
 {
 	struct workqueue q;
@@ -424,6 +539,10 @@ int main(void)
 	    cmocka_unit_test(test_ages_say_how_long_the_head_waited_and_a_key_is_held),
 	    cmocka_unit_test(test_backoff_doubles_to_the_cap_and_forget_resets_it),
 	    cmocka_unit_test(test_a_failed_key_comes_back_after_its_backoff),
+	    cmocka_unit_test(
+	        test_a_retry_comes_no_sooner_than_its_backoff_when_nothing_else_adds_it),
+	    cmocka_unit_test(test_get_says_when_a_retry_comes_early_and_why),
+	    cmocka_unit_test(test_forget_cancels_the_backoff_left),
 	    cmocka_unit_test(test_add_after_delivers_after_the_delay),
 	    cmocka_unit_test(test_shutdown_wakes_blocked_workers),
 	    cmocka_unit_test(test_a_key_too_long_for_get_is_never_queued),

@@ -28,26 +28,24 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 {{- end -}}
 
-{{/* "true" when the replicas elect a leader: leaderElection.enabled, or
-with "auto" when there is more than one. */}}
+{{/* "true": the replicas always elect a leader through the Lease, however
+many there are, because only the Lease keeps two operators from acting at
+once: during a rollout, when a replica is added, or when a pod on a node cut
+off from the cluster is replaced while it still runs. "auto" (the default)
+and true both mean on; false was removed, and fails with the reason. */}}
 {{- define "mwj-operator.leaderElect" -}}
-{{- $e := .Values.leaderElection.enabled -}}
-{{- if eq (toString $e) "auto" -}}
-{{- if gt (int .Values.replicas) 1 }}true{{ else }}false{{ end -}}
-{{- else if eq (toString $e) "true" -}}
+{{- $e := toString .Values.leaderElection.enabled -}}
+{{- if or (eq $e "auto") (eq $e "true") -}}
 true
-{{- else if eq (toString $e) "false" -}}
-false
+{{- else if eq $e "false" -}}
+{{- fail "leaderElection.enabled=false is no longer possible: the operator always elects a leader in a cluster, so that two replicas never act at once (during an upgrade, a scale-up, or while a pod on an unreachable node still runs); remove the value" -}}
 {{- else -}}
-{{- fail (printf "leaderElection.enabled: %q is not auto, true or false" (toString $e)) -}}
+{{- fail (printf "leaderElection.enabled: %q is not auto or true" $e) -}}
 {{- end -}}
 {{- end -}}
 
 {{/* Checks of values no schema can express; included by the Deployment. */}}
 {{- define "mwj-operator.validate" -}}
-{{- if and (gt (int .Values.replicas) 1) (eq (include "mwj-operator.leaderElect" .) "false") -}}
-{{- fail "replicas > 1 with leaderElection.enabled=false: every replica would act at once" -}}
-{{- end -}}
 {{- if and .Values.pdb.enabled (not .Values.pdb.maxUnavailable) (ge (int .Values.pdb.minAvailable) (int .Values.replicas)) -}}
 {{- fail (printf "pdb.minAvailable %d with %d replica(s) would block every node drain: raise replicas, or set pdb.maxUnavailable" (int .Values.pdb.minAvailable) (int .Values.replicas)) -}}
 {{- end -}}
