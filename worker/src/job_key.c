@@ -40,6 +40,15 @@ int job_key_load(struct job_key *k, const char *path, char *err)
 	/* O_NONBLOCK: a FIFO in its place must not hang the start; it has no
 	 * effect on the regular file a key is. */
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	/* The operator mounts the key readable by its owner only (0400): a
+	 * container that runs as another user reads it through the group the
+	 * volume is given, which is the pod's fsGroup. */
+	if (fd < 0 && errno == EACCES)
+		return err_set(err,
+		               "job key '%s': %s: this process (uid %u, gid %u) may not read it; "
+		               "on Kubernetes, set the pod's securityContext.fsGroup so that a "
+		               "key mounted with mode 0400 is readable by a non-root user",
+		               path, strerror(EACCES), (unsigned)geteuid(), (unsigned)getegid());
 	if (fd < 0)
 		return err_set(err, "job key '%s': %s", path, strerror(errno));
 	if (fstat(fd, &st) < 0) {

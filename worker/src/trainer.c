@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "atomic_file.h"
 #include "backend.h"
 #include "backup.h"
 #include "comm_nccl.h"
@@ -602,6 +603,21 @@ static int finish(struct run *r, const struct train_config *cfg, char *err)
 	return 0;
 }
 
+/* The chief writes the model and the backups: a folder it cannot write is
+ * found now, before the training that would be lost with it (exit 1). */
+static int check_outputs(const struct train_config *cfg, char *err)
+{
+	const char *const flags[] = {"--model-dir", "--backup-dir"};
+	const char *const dirs[] = {cfg->model_dir, cfg->backup_dir};
+
+	if (cfg->cluster && cfg->cluster->rank != 0)
+		return 0;
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		if (dirs[i][0] && dir_check_writable(dirs[i], err) < 0)
+			return err_prefix(err, "%s '%s' cannot be written", flags[i], dirs[i]);
+	return 0;
+}
+
 int trainer_fit(const struct train_config *cfg, FILE *out, struct train_result *result, char *err)
 {
 	struct run r = {0};
@@ -610,8 +626,8 @@ int trainer_fit(const struct train_config *cfg, FILE *out, struct train_result *
 
 	if (parallel_init(cfg->threads, err) < 0)
 		goto out;
-	if (resolve_device(&r, cfg, err) < 0 || run_setup(&r, cfg, err) < 0 ||
-	    restore(&r, cfg, err) < 0)
+	if (check_outputs(cfg, err) < 0 || resolve_device(&r, cfg, err) < 0 ||
+	    run_setup(&r, cfg, err) < 0 || restore(&r, cfg, err) < 0)
 		goto out;
 	rc = run_connect(&r, cfg, err);
 	if (rc < 0)

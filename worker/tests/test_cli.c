@@ -378,6 +378,68 @@ static void test_a_bad_job_key_file_exits_1_naming_it(void **state)
 	assert_null(strstr(fx->err, "0123456789"));
 }
 
+/* A folder the chief cannot write is found at start, not after the last
+ * step: exit 1 at once, naming the flag, the folder and why, with no
+ * progress printed (nothing was trained that would be lost). */
+static void test_an_output_folder_that_cannot_be_written_exits_1_before_training(void **state)
+{
+	struct fixture *fx = *state;
+	char bad[PATH_MAX + 8], want[PATH_MAX + 80], env[PATH_MAX + 40];
+	static const char *const flags[] = {"--model-dir", "--backup-dir"};
+
+	/* Under a regular file, as "--model-dir /etc/passwd/sub" is. */
+	testutil_write_file(tmp_path(fx, "file"), "x", 1);
+	snprintf(bad, sizeof(bad), "%s/sub", fx->path);
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+		RUN(fx, QUICK_SECONDS, "train", flags[i], bad, "--steps-per-epoch", "2",
+		    "--threads", "1", "--data-dir", testutil_data_dir());
+		assert_status(fx, 1);
+		snprintf(want, sizeof(want), "%s '%s' cannot be written", flags[i], bad);
+		testutil_assert_contains(fx->err, want);
+		testutil_assert_contains(fx->err, "Not a directory");
+		assert_string_equal(fx->out, "");
+	}
+	/* The operator's variable is checked the same way. */
+	snprintf(env, sizeof(env), "MWJ_MODEL_DIR=%s", bad);
+	RUN_ENV(fx, env, QUICK_SECONDS, "train", "--steps-per-epoch", "2", "--threads", "1",
+	        "--data-dir", testutil_data_dir());
+	assert_status(fx, 1);
+	snprintf(want, sizeof(want), "--model-dir '%s' cannot be written", bad);
+	testutil_assert_contains(fx->err, want);
+	assert_string_equal(fx->out, "");
+}
+
+/* A cluster file (MWJ_TF_CONFIG_FILE) that TF_CONFIG contradicts stops the
+ * worker at start, naming both; one too large to be a ConfigMap's too. */
+static void test_a_cluster_file_that_disagrees_with_tf_config_exits_1_naming_both(void **state)
+{
+	struct fixture *fx = *state;
+	static const char cluster[] =
+	    "{\"cluster\":{\"worker\":[\"127.0.0.1:1\",\"127.0.0.1:2\"]}}";
+	char file_env[PATH_MAX + 32], want[PATH_MAX + 64];
+	static char big[(4u << 20) + 1];
+
+	testutil_write_file(tmp_path(fx, "tf-config.json"), cluster, strlen(cluster));
+	snprintf(file_env, sizeof(file_env), "MWJ_TF_CONFIG_FILE=%s", fx->path);
+	snprintf(want, sizeof(want), "TF_CONFIG and MWJ_TF_CONFIG_FILE '%s' disagree", fx->path);
+	run_env(fx,
+	        (const char *const[]){file_env, "MWJ_WORKER_INDEX=1",
+	                              "TF_CONFIG={\"cluster\":{\"worker\":[\"127.0.0.1:1\","
+	                              "\"127.0.0.1:3\"]},\"task\":{\"type\":\"worker\","
+	                              "\"index\":1}}",
+	                              NULL},
+	        QUICK_SECONDS, (const char *const[]){"train", "--threads", "1", NULL});
+	assert_usage_error(fx, want, "'cluster.worker[1]' is '127.0.0.1:3' in TF_CONFIG");
+
+	memset(big, ' ', sizeof(big));
+	memcpy(big, cluster, strlen(cluster));
+	testutil_write_file(tmp_path(fx, "big.json"), big, sizeof(big));
+	snprintf(file_env, sizeof(file_env), "MWJ_TF_CONFIG_FILE=%s", fx->path);
+	run_env(fx, (const char *const[]){file_env, "MWJ_WORKER_INDEX=0", NULL}, QUICK_SECONDS,
+	        (const char *const[]){"train", "--threads", "1", NULL});
+	assert_usage_error(fx, "MWJ_TF_CONFIG_FILE '", "more than the limit of 4194304");
+}
+
 static void test_a_missing_data_dir_names_the_missing_file(void **state)
 {
 	struct fixture *fx = *state;
@@ -668,6 +730,8 @@ int main(void)
 	    TEST(test_bad_flag_values_are_refused_naming_flag_and_value),
 	    TEST(test_bad_environment_is_refused_naming_the_variable),
 	    TEST(test_a_bad_job_key_file_exits_1_naming_it),
+	    TEST(test_an_output_folder_that_cannot_be_written_exits_1_before_training),
+	    TEST(test_a_cluster_file_that_disagrees_with_tf_config_exits_1_naming_both),
 	    TEST(test_a_missing_data_dir_names_the_missing_file),
 	    TEST(test_a_truncated_data_file_is_named),
 	    TEST(test_train_prints_keras_progress_and_saves_a_model_that_evaluates),

@@ -12,10 +12,12 @@
 
 #include <cmocka.h>
 
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "err.h"
@@ -376,14 +378,64 @@ static void test_a_bad_key_file_is_refused_naming_the_path(void **state)
 	assert_int_equal(job_key_load(&k, fx->dir, err), -1);
 	testutil_assert_contains(err, "not a regular file");
 	assert_int_equal(k.len, 0);
+}
 
-	if (geteuid() != 0) { /* root reads any file */
-		snprintf(path, sizeof(path), "%s/locked", fx->dir);
-		testutil_write_file(path, KEY_TEXT, strlen(KEY_TEXT));
-		assert_int_equal(chmod(path, 0), 0);
-		assert_int_equal(job_key_load(&k, path, err), -1);
-		testutil_assert_contains(err, "Permission denied");
+/* job_key_load of path as the user and group 65532 (the images' user): in
+ * a child when this runs as root, who reads any file. Its message goes
+ * into err. */
+static int load_as_non_root(const char *path, char *err)
+{
+	int fds[2], status = 0, rc = -1;
+	pid_t pid;
+
+	if (geteuid() != 0) {
+		struct job_key k;
+		rc = job_key_load(&k, path, err);
+		job_key_release(&k);
+		return rc;
 	}
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct job_key k;
+		char msg[ERR_LEN] = "";
+		close(fds[0]);
+		if (setgroups(0, NULL) != 0 || setgid(65532) != 0 || setuid(65532) != 0)
+			_exit(2);
+		int got = job_key_load(&k, path, msg);
+		(void)!write(fds[1], msg, strlen(msg) + 1);
+		_exit(got == 0 ? 0 : 1);
+	}
+	close(fds[1]);
+	ssize_t n = read(fds[0], err, ERR_LEN - 1);
+	err[n > 0 ? n : 0] = '\0';
+	close(fds[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_not_equal(WEXITSTATUS(status), 2); /* the child could not drop root */
+	return WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+/* The operator mounts the key 0400: a worker that does not run as its
+ * owner reads it only through the pod's fsGroup, and the message says so. */
+static void test_a_key_file_the_user_may_not_read_suggests_the_pod_s_fs_group(void **state)
+{
+	struct keyfile *fx = *state;
+	char path[128], err[ERR_LEN] = "";
+
+	assert_int_equal(chmod(fx->dir, 0755), 0);
+	snprintf(path, sizeof(path), "%s/locked", fx->dir);
+	testutil_write_file(path, KEY_TEXT, strlen(KEY_TEXT));
+	assert_int_equal(chmod(path, 0400), 0);
+	if (geteuid() != 0)
+		assert_int_equal(chmod(path, 0), 0);
+	assert_int_equal(load_as_non_root(path, err), -1);
+	print_message("    %s\n", err);
+	testutil_assert_contains(err, path);
+	testutil_assert_contains(err, "Permission denied");
+	testutil_assert_contains(err, "securityContext.fsGroup");
+	assert_null(strstr(err, "correct horse"));
 }
 
 int main(void)
@@ -402,6 +454,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_a_key_file_is_read_whole, setup_dir, teardown_dir),
 	    cmocka_unit_test_setup_teardown(test_a_bad_key_file_is_refused_naming_the_path,
 	                                    setup_dir, teardown_dir),
+	    cmocka_unit_test_setup_teardown(
+	        test_a_key_file_the_user_may_not_read_suggests_the_pod_s_fs_group, setup_dir,
+	        teardown_dir),
 	};
 
 	return cmocka_run_group_tests(tests, setup_keys, NULL);
