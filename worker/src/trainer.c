@@ -75,6 +75,8 @@ struct run {
 	 * one read from a backup or the initial one: nothing to back up, and
 	 * pos does not yet say which world and batch it is for. */
 	int adopted;
+	const struct train_config *cfg;
+	int max_batch;  /* examples per step the host model is built for */
 	long steps;     /* per epoch */
 	double lost_at; /* when the last resync began, until a step is done after it */
 	float *x;       /* (batch, rows, cols, 1) */
@@ -95,21 +97,37 @@ static void run_release(struct run *r)
 	free(r->y);
 }
 
+/* The model is built for the training images: their header says whether
+ * it can be (an input too small, buffers too large) before the images
+ * are read. ctx is the run. */
+static int model_fits(const void *ctx, uint32_t rows, uint32_t cols, char *err)
+{
+	const struct run *r = ctx;
+	size_t nparams;
+	uint64_t hash;
+
+	return model_plan(r->cfg->model, (int)rows, (int)cols, 1, DATASET_CLASSES, r->max_batch,
+	                  &nparams, &hash, err);
+}
+
 static int run_setup(struct run *r, const struct train_config *cfg, char *err)
 {
-	if (dataset_load(&r->train, cfg->data_dir, "train", err) < 0)
+	const struct dataset_want train = {0, 0, model_fits, r};
+
+	/* On a GPU the host copy holds the state only, and no activations. */
+	r->cfg = cfg;
+	r->max_batch = r->device == DEVICE_CUDA ? 1 : cfg->batch_size;
+	if (dataset_load(&r->train, cfg->data_dir, "train", &train, err) < 0)
 		return -1;
-	if (cfg->validation_steps != 0 && dataset_load(&r->test, cfg->data_dir, "t10k", err) < 0)
+	/* Validation runs the model built for the training images. */
+	const struct dataset_want test = {r->train.rows, r->train.cols, NULL, NULL};
+	if (cfg->validation_steps != 0 &&
+	    dataset_load(&r->test, cfg->data_dir, "t10k", &test, err) < 0)
 		return -1;
-	if (r->test.n && (r->test.rows != r->train.rows || r->test.cols != r->train.cols))
-		return err_set(err, "'%s' holds %ux%u images but '%s' holds %ux%u",
-		               r->test.images_path, r->test.rows, r->test.cols,
-		               r->train.images_path, r->train.rows, r->train.cols);
 	log_info("loaded %u training examples of %ux%u from '%s'", r->train.n, r->train.rows,
 	         r->train.cols, cfg->data_dir);
-	/* On a GPU the host copy holds the state only, and no activations. */
 	r->model = model_new(cfg->model, (int)r->train.rows, (int)r->train.cols, 1, DATASET_CLASSES,
-	                     r->device == DEVICE_CUDA ? 1 : cfg->batch_size, err);
+	                     r->max_batch, err);
 	if (!r->model)
 		return -1;
 	model_init_params(r->model, cfg->seed);
@@ -152,7 +170,9 @@ static int restore(struct run *r, const struct train_config *cfg, char *err)
 	if (!cfg->backup_dir[0])
 		return 0;
 	c = run_checkpoint(r, cfg);
-	rc = backup_restore(cfg->backup_dir, &c, err);
+	rc = backup_restore(cfg->backup_dir, &c,
+	                    &(struct checkpoint_run){cfg->epochs, cfg->steps_per_epoch, r->train.n},
+	                    err);
 	if (rc <= 0) {
 		if (rc == 0)
 			log_info("no backup in '%s': training from the start", cfg->backup_dir);

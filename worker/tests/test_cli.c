@@ -47,8 +47,9 @@ static const char *worker_bin;
 struct fixture {
 	char dir[TESTUTIL_TMPDIR_LEN]; /* first, for testutil_fixture_setup() */
 	char path[PATH_MAX];
-	int status; /* exit status of the last run; 128 + signal if killed */
-	char *out;  /* its stdout and stderr, NUL-terminated */
+	int status;         /* exit status of the last run; 128 + signal if killed */
+	long long peak_rss; /* its peak resident memory, in bytes */
+	char *out;          /* its stdout and stderr, NUL-terminated */
 	char *err;
 };
 
@@ -88,7 +89,7 @@ static void run_env(struct fixture *fx, const char *const *extra_env, int timeou
 	snprintf(out_path, sizeof(out_path), "%s/.stdout", fx->dir);
 	snprintf(err_path, sizeof(err_path), "%s/.stderr", fx->dir);
 	pid = testutil_spawn(worker_bin, args, extra_env, out_path, err_path);
-	fx->status = testutil_wait(pid, testutil_now() + timeout);
+	fx->status = testutil_wait_peak(pid, testutil_now() + timeout, &fx->peak_rss);
 	if (fx->status < 0) {
 		testutil_kill(pid);
 		fail_msg("'%s %s' did not finish in %d s", worker_bin, args[0] ? args[0] : "",
@@ -464,6 +465,10 @@ static void test_a_truncated_data_file_is_named(void **state)
 	                                      0, 0, 0, 28, 0, 0, 0,    28};
 	char want[PATH_MAX];
 
+	static unsigned char labels[8 + 60000] = {0, 0, 8, 1, 0, 0, 0xea, 0x60};
+
+	/* The labels agree with the images' header: only the pixels are short. */
+	testutil_write_file(tmp_path(fx, "train-labels-idx1-ubyte"), labels, sizeof(labels));
 	testutil_write_file(tmp_path(fx, "train-images-idx3-ubyte"), file, sizeof(file));
 	snprintf(want, sizeof(want), "%s", fx->path);
 
@@ -472,6 +477,44 @@ static void test_a_truncated_data_file_is_named(void **state)
 	testutil_assert_contains(fx->err, want);
 	testutil_assert_contains(fx->err, "truncated");
 	assert_string_equal(fx->out, "");
+}
+
+/* What the headers of the data say is checked before the data are read:
+ * test images of 64x64 for a model of 28x28, or more training images than
+ * labels, stop the worker with exit 1 while it holds little memory, not
+ * after it has inflated the 800 MiB the files would take. */
+static void test_data_of_the_wrong_shape_or_count_is_refused_before_it_is_inflated(void **state)
+{
+	struct fixture *fx = *state;
+	static const struct model_file_info info = {"sgd", 0.001, 64, 1, 1, 10, 42};
+	char model_dir[PATH_MAX], data_dir[PATH_MAX], err[ERR_LEN];
+	const long long limit = 256ll << 20;
+	struct model *m = model_new("cnn", 28, 28, 1, 10, 1, err);
+
+	assert_non_null(m);
+	model_init_params(m, 1);
+	snprintf(model_dir, sizeof(model_dir), "%s/model", fx->dir);
+	snprintf(data_dir, sizeof(data_dir), "%s/data", fx->dir);
+	assert_int_equal(model_file_save(model_dir, m, &info, err), 0);
+	model_free(m);
+	assert_int_equal(mkdir(data_dir, 0700), 0);
+	testutil_write_big_split(data_dir, "t10k", 200000, 64, 200000);
+	RUN(fx, QUICK_SECONDS, "evaluate", "--model-dir", model_dir, "--data-dir", data_dir,
+	    "--threads", "1");
+	assert_status(fx, 1);
+	if (fx->peak_rss > limit)
+		fail_msg("evaluate took %lld MB to refuse the test images", fx->peak_rss >> 20);
+	testutil_assert_contains(fx->err, "t10k-images-idx3-ubyte' holds 64x64 images, but the "
+	                                  "model takes 28x28");
+	assert_string_equal(fx->out, "");
+
+	testutil_write_big_split(data_dir, "train", 200000, 64, 60000);
+	RUN(fx, QUICK_SECONDS, "train", "--data-dir", data_dir, "--threads", "1");
+	assert_status(fx, 1);
+	if (fx->peak_rss > limit)
+		fail_msg("train took %lld MB to refuse the training images", fx->peak_rss >> 20);
+	testutil_assert_contains(fx->err, "train-images-idx3-ubyte' holds 200000 images but");
+	testutil_assert_contains(fx->err, "holds 60000 labels");
 }
 
 /* "3/3 [====...] - 0s 12ms/step - loss: ... - val_accuracy: ...", whole. */
@@ -734,6 +777,7 @@ int main(void)
 	    TEST(test_a_cluster_file_that_disagrees_with_tf_config_exits_1_naming_both),
 	    TEST(test_a_missing_data_dir_names_the_missing_file),
 	    TEST(test_a_truncated_data_file_is_named),
+	    TEST(test_data_of_the_wrong_shape_or_count_is_refused_before_it_is_inflated),
 	    TEST(test_train_prints_keras_progress_and_saves_a_model_that_evaluates),
 	    TEST(test_json_log_format_prints_only_json_objects),
 	    TEST(test_log_format_comes_from_the_environment_unless_a_flag_overrides_it),
