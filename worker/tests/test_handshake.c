@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bytes.h"
 #include "err.h"
 #include "handshake.h"
 #include "job_key.h"
@@ -268,7 +269,7 @@ static void test_garbage_ends_the_handshake_at_once(void **state)
 	(void)state;
 	handshake_init(&h, HANDSHAKE_ACCEPT, &BASE, &key_a, 0);
 	assert_int_equal(handshake_io(&h, &buf, &len), HANDSHAKE_RECV);
-	assert_int_equal(len, HANDSHAKE_HELLO_BYTES);
+	assert_int_equal(len, HANDSHAKE_GREETING_BYTES);
 	memset(buf, 'G', len);
 	handshake_moved(&h, len);
 	/* Nothing is sent back to something that is not a worker. */
@@ -277,29 +278,49 @@ static void test_garbage_ends_the_handshake_at_once(void **state)
 	testutil_assert_contains(h.why, "not an mwj worker");
 }
 
+/* Moves the whole message that from is sending to to, with byte at (if
+ * not SIZE_MAX) replaced by value on the way. */
+static void pass(struct handshake *from, struct handshake *to, size_t at, unsigned char value)
+{
+	unsigned char *out, *in;
+	size_t nout, nin;
+
+	assert_int_equal(handshake_io(from, &out, &nout), HANDSHAKE_SEND);
+	assert_int_equal(handshake_io(to, &in, &nin), HANDSHAKE_RECV);
+	assert_int_equal(nout, nin);
+	memcpy(in, out, nout);
+	if (at != SIZE_MAX)
+		in[at] = value;
+	handshake_moved(from, nout);
+	handshake_moved(to, nin);
+}
+
 static void test_a_verdict_with_an_unknown_status_ends_the_handshake(void **state)
 {
 	struct handshake c, s;
-	unsigned char *buf;
-	size_t len;
 
 	(void)state;
 	start_pair(&c, &s, NULL, NULL);
-	/* The hello goes across; the reply comes back with status 7. */
-	assert_int_equal(handshake_io(&c, &buf, &len), HANDSHAKE_SEND);
-	unsigned char *in;
-	size_t nin;
-	assert_int_equal(handshake_io(&s, &in, &nin), HANDSHAKE_RECV);
-	memcpy(in, buf, len);
-	handshake_moved(&c, len);
-	handshake_moved(&s, len);
-	assert_int_equal(handshake_io(&s, &buf, &len), HANDSHAKE_SEND);
-	buf[HANDSHAKE_HELLO_BYTES + 3] = 7;
-	assert_int_equal(handshake_io(&c, &in, &nin), HANDSHAKE_RECV);
-	memcpy(in, buf, len);
-	handshake_moved(&c, len);
-	assert_true(done(&c));
-	assert_int_equal(c.status, HANDSHAKE_BAD);
+	/* The greetings go across; the connecting side's verdict arrives with
+	 * status 7. */
+	pass(&c, &s, SIZE_MAX, 0);
+	pass(&s, &c, SIZE_MAX, 0);
+	pass(&c, &s, 3, 7);
+	assert_true(done(&s));
+	assert_int_equal(s.status, HANDSHAKE_BAD);
+	testutil_assert_contains(s.why, "not a verdict");
+}
+
+static void test_a_peer_of_another_protocol_is_dropped_naming_both_versions(void **state)
+{
+	struct handshake c, s;
+
+	(void)state;
+	start_pair(&c, &s, &key_a, &key_a);
+	pass(&c, &s, 11, HANDSHAKE_PROTOCOL - 1); /* the last byte of the version */
+	assert_true(done(&s));
+	assert_int_equal(s.status, HANDSHAKE_BAD);
+	testutil_assert_contains(s.why, "protocol version differs: peer 3, this worker 4");
 }
 
 static void test_progress_names_the_message_and_its_bytes(void **state)
@@ -311,7 +332,112 @@ static void test_progress_names_the_message_and_its_bytes(void **state)
 	handshake_init(&h, HANDSHAKE_ACCEPT, &BASE, NULL, 0);
 	handshake_moved(&h, 12);
 	handshake_progress(&h, where, sizeof(where));
-	assert_string_equal(where, "12 of 120 bytes of the hello");
+	assert_string_equal(where, "12 of 48 bytes of the greeting");
+}
+
+/* --- What a peer learns before it has proved the key --- */
+
+/* A job whose every value is distinctive on the wire. */
+static const struct hello JOB = {HANDSHAKE_PROTOCOL,
+                                 2,
+                                 0,
+                                 0x1122334455667788ull,
+                                 0x99aabbccddeeff01ull,
+                                 0x5eed5eed5eed5eedull,
+                                 0x00012345,
+                                 1,
+                                 0x00054321,
+                                 0x0000000abcdef012ull,
+                                 0.123,
+                                 0.9,
+                                 HELLO_COLLECTIVE_HOST};
+
+/* Fails if the bytes h has sent hold any of job's values, as they go on
+ * the wire (big-endian), or anything but zeros where a hello goes. */
+static void assert_sent_nothing_of(const struct handshake *h, const struct hello *job)
+{
+	unsigned char sent[HANDSHAKE_WIRE_BYTES], v[8];
+	const uint64_t words[] = {job->job_hash,
+	                          job->arch_hash,
+	                          job->seed,
+	                          job->steps_per_epoch,
+	                          bytes_f64_bits(job->learning_rate),
+	                          bytes_f64_bits(job->momentum)};
+	const uint32_t halves[] = {job->batch_size, job->epochs};
+	size_t n = 0, at = 0;
+
+	/* The messages alternate, the connecting side's first. */
+	static const size_t len[] = {
+	    HANDSHAKE_GREETING_BYTES, HANDSHAKE_GREETING_BYTES + HANDSHAKE_MAC_BYTES,
+	    HANDSHAKE_STATUS_BYTES + HANDSHAKE_HELLO_BYTES + HANDSHAKE_MAC_BYTES,
+	    HANDSHAKE_STATUS_BYTES + HANDSHAKE_HELLO_BYTES + HANDSHAKE_MAC_BYTES,
+	    HANDSHAKE_STATUS_BYTES + HANDSHAKE_MAC_BYTES};
+	for (int m = 0; m < 5; m++) {
+		if ((m % 2 == 0) == (h->role == HANDSHAKE_CONNECT)) {
+			memcpy(sent + n, h->wire + at, len[m]);
+			n += len[m];
+			if (m == 2 || m == 3)
+				for (size_t i = 0; i < HANDSHAKE_HELLO_BYTES; i++)
+					assert_int_equal(h->wire[at + HANDSHAKE_STATUS_BYTES + i],
+					                 0);
+		}
+		at += len[m];
+	}
+	assert_int_equal(at, HANDSHAKE_WIRE_BYTES);
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		bytes_put_be64(v, words[i]);
+		if (memmem(sent, n, v, 8))
+			fail_msg("value %zu of the job went to a peer that did not prove the key",
+			         i);
+	}
+	for (size_t i = 0; i < sizeof(halves) / sizeof(halves[0]); i++) {
+		bytes_put_be32(v, halves[i]);
+		if (memmem(sent, n, v, 4))
+			fail_msg("count %zu of the job went to a peer that did not prove the key",
+			         i);
+	}
+}
+
+static void test_nothing_of_the_job_goes_to_a_peer_before_it_proves_the_key(void **state)
+{
+	struct hello c_me = JOB, s_me = JOB, other = BASE;
+	struct handshake c, s;
+
+	(void)state;
+	s_me.rank = 1;
+	/* The accepting side, met by one with another key, who runs
+	 * another job. */
+	other.rank = 0;
+	handshake_init(&c, HANDSHAKE_CONNECT, &other, &key_b, 1);
+	handshake_init(&s, HANDSHAKE_ACCEPT, &s_me, &key_a, 0);
+	exchange(&c, &s, SIZE_MAX);
+	assert_int_equal(s.status, HANDSHAKE_UNAUTHENTICATED);
+	assert_sent_nothing_of(&s, &s_me);
+	assert_false(c.have_peer);
+	/* The connecting side, meeting one with another key. */
+	other.rank = 1;
+	handshake_init(&c, HANDSHAKE_CONNECT, &c_me, &key_a, 1);
+	handshake_init(&s, HANDSHAKE_ACCEPT, &other, &key_b, 0);
+	exchange(&c, &s, SIZE_MAX);
+	assert_int_equal(c.status, HANDSHAKE_UNAUTHENTICATED);
+	assert_sent_nothing_of(&c, &c_me);
+	assert_false(s.have_peer);
+	/* And a peer without a key gets nothing from one with it either way. */
+	handshake_init(&c, HANDSHAKE_CONNECT, &c_me, &key_a, 1);
+	handshake_init(&s, HANDSHAKE_ACCEPT, &other, NULL, 0);
+	exchange(&c, &s, SIZE_MAX);
+	assert_sent_nothing_of(&c, &c_me);
+	handshake_init(&c, HANDSHAKE_CONNECT, &other, NULL, 1);
+	handshake_init(&s, HANDSHAKE_ACCEPT, &s_me, &key_a, 0);
+	exchange(&c, &s, SIZE_MAX);
+	assert_sent_nothing_of(&s, &s_me);
+	/* With the key, the same job is met and each learns the other's. */
+	handshake_init(&c, HANDSHAKE_CONNECT, &c_me, &key_a, 1);
+	handshake_init(&s, HANDSHAKE_ACCEPT, &s_me, &key_a, 0);
+	exchange(&c, &s, SIZE_MAX);
+	assert_int_equal(c.status, HANDSHAKE_OK);
+	assert_int_equal(s.status, HANDSHAKE_OK);
+	assert_true(c.peer.seed == JOB.seed && s.peer.job_hash == JOB.job_hash);
 }
 
 /* --- The key file --- */
@@ -450,6 +576,8 @@ int main(void)
 	    cmocka_unit_test(test_a_replayed_handshake_is_refused_on_either_side),
 	    cmocka_unit_test(test_garbage_ends_the_handshake_at_once),
 	    cmocka_unit_test(test_a_verdict_with_an_unknown_status_ends_the_handshake),
+	    cmocka_unit_test(test_a_peer_of_another_protocol_is_dropped_naming_both_versions),
+	    cmocka_unit_test(test_nothing_of_the_job_goes_to_a_peer_before_it_proves_the_key),
 	    cmocka_unit_test(test_progress_names_the_message_and_its_bytes),
 	    cmocka_unit_test_setup_teardown(test_a_key_file_is_read_whole, setup_dir, teardown_dir),
 	    cmocka_unit_test_setup_teardown(test_a_bad_key_file_is_refused_naming_the_path,
