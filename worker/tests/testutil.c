@@ -28,6 +28,8 @@
 
 #include "testutil.h"
 
+#include "bytes.h"
+
 const char *testutil_data_dir(void)
 {
 	const char *d = getenv("MWJ_TEST_DATA");
@@ -410,6 +412,44 @@ void testutil_tf_config(char *out, size_t len, const int *ports, int chiefs, int
 		n += (size_t)snprintf(out + n, len - n,
 		                      "]},\"task\":{\"type\":\"%s\",\"index\":%d}}", type, index);
 	assert_true(n < len);
+}
+
+const struct hello testutil_job_hello = {HANDSHAKE_PROTOCOL,
+                                         2,
+                                         0,
+                                         0x1122334455667788ull,
+                                         0x99aabbccddeeff01ull,
+                                         0x5eed5eed5eed5eedull,
+                                         0x00012345,
+                                         1,
+                                         0x00054321,
+                                         0x0000000abcdef012ull,
+                                         0.123,
+                                         0.9,
+                                         HELLO_COLLECTIVE_HOST};
+
+void testutil_assert_none_of_job(const unsigned char *bytes, size_t n, const struct hello *job,
+                                 const char *what)
+{
+	unsigned char v[8];
+	const uint64_t words[] = {job->job_hash,
+	                          job->arch_hash,
+	                          job->seed,
+	                          job->steps_per_epoch,
+	                          bytes_f64_bits(job->learning_rate),
+	                          bytes_f64_bits(job->momentum)};
+	const uint32_t halves[] = {job->batch_size, job->epochs};
+
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		bytes_put_be64(v, words[i]);
+		if (memmem(bytes, n, v, 8))
+			fail_msg("%s holds value %zu of the job", what, i);
+	}
+	for (size_t i = 0; i < sizeof(halves) / sizeof(halves[0]); i++) {
+		bytes_put_be32(v, halves[i]);
+		if (memmem(bytes, n, v, 4))
+			fail_msg("%s holds count %zu of the job", what, i);
+	}
 }
 
 void testutil_assert_contains(const char *s, const char *part)

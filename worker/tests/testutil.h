@@ -17,6 +17,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "handshake.h"
+
 /* --- The real Fashion-MNIST files --- */
 
 #define TESTUTIL_DEFAULT_DATA_DIR "/usr/share/datasets/fashion-mnist"
@@ -137,6 +139,18 @@ void testutil_free_ports(int *ports, int n);
  * type (e.g. "worker") number index. */
 void testutil_tf_config(char *out, size_t len, const int *ports, int chiefs, int workers,
                         const char *type, int index);
+
+/* --- What a stranger may learn of a job --- */
+
+/* A hello whose values are all distinctive on the wire, to look for in
+ * what a worker sends. */
+extern const struct hello testutil_job_hello;
+
+/* Fails the test, naming what, if the n bytes at bytes hold any of job's
+ * values (hashes, seed, steps, learning rate, momentum, batch, epochs) as
+ * the handshake puts them on the wire, big-endian. */
+void testutil_assert_none_of_job(const unsigned char *bytes, size_t n, const struct hello *job,
+                                 const char *what);
 
 /* --- Checks on text --- */
 
