@@ -79,8 +79,15 @@ struct run {
 	int max_batch;  /* examples per step the host model is built for */
 	long steps;     /* per epoch */
 	double lost_at; /* when the last resync began, until a step is done after it */
-	float *x;       /* (batch, rows, cols, 1) */
-	uint8_t *y;     /* (batch) */
+	/* The recovery under way since the last step done: it has
+	 * --rendezvous-timeout in all, however often the ring forms and breaks
+	 * again before a step (deadline 0: none under way), and meets again
+	 * after a back-off that grows across it. */
+	long long recovery_deadline;
+	long long backoff;
+	int meetings; /* rings formed and synced in it */
+	float *x;     /* (batch, rows, cols, 1) */
+	uint8_t *y;   /* (batch) */
 };
 
 static void run_release(struct run *r)
@@ -439,6 +446,7 @@ static int run_epoch(struct run *r, const struct train_config *cfg, struct progr
 		if (rc < 0)
 			return rc;
 		progress_step(p, r->pos.step, (long)r->pos.global_step, &r->pos.sums);
+		r->recovery_deadline = 0;
 		if (r->lost_at > 0) {
 			log_info("first step after resynchronizing done, %.2f s after the loss",
 			         progress_now() - r->lost_at);
@@ -513,55 +521,94 @@ static int pause_unless_preempted(long long ms)
 	}
 }
 
-/* Forms the ring again and takes up the most advanced state in it, meeting
- * again after a back-off when the sync fails (a peer lost during it), until
- * deadline_ms. Returns 0; TRAIN_RETRYABLE when the deadline passes, with err
- * saying what failed last; or join_failed's code. */
-static int meet_again(struct run *r, const struct train_config *cfg, long long deadline_ms,
-                      int *from, char *err)
+/* The recovery's time is up: err, what failed last, says so. */
+static int recovery_spent(const struct run *r, const struct train_config *cfg, char *err)
 {
-	long long backoff = RESYNC_BACKOFF_FIRST_MS;
+	if (r->meetings == 0)
+		err_prefix(err, "the ring did not form again within %d s", cfg->rendezvous_timeout);
+	else
+		err_prefix(err,
+		           "no step done within %d s (--rendezvous-timeout) of losing a peer: the "
+		           "ring formed again %d time(s) and broke before a step each time; the "
+		           "last failure",
+		           cfg->rendezvous_timeout, r->meetings);
+	return TRAIN_RETRYABLE;
+}
 
+/* Waits the recovery's back-off before the next meeting, no longer than
+ * its deadline, and doubles it. Returns 0; TRAIN_PREEMPTED at a
+ * preemption notice; TRAIN_RETRYABLE, with err saying what failed last,
+ * once the deadline has passed. */
+static int wait_to_meet(struct run *r, const struct train_config *cfg, char *err)
+{
+	long long left = ms_left(r->recovery_deadline);
+	long long wait = r->backoff < left ? r->backoff : left;
+	int sig;
+
+	if (wait > 0)
+		log_warn("%s; meeting again in %lld ms", err, wait);
+	sig = pause_unless_preempted(wait);
+	if (sig) {
+		err_set(err, "stopped by signal %d while waiting to meet again", sig);
+		return TRAIN_PREEMPTED;
+	}
+	r->backoff =
+	    r->backoff * 2 < RESYNC_BACKOFF_MAX_MS ? r->backoff * 2 : RESYNC_BACKOFF_MAX_MS;
+	return ms_left(r->recovery_deadline) > 0 ? 0 : recovery_spent(r, cfg, err);
+}
+
+/* Forms the ring again and takes up the most advanced state in it, meeting
+ * again after the back-off when the sync fails (a peer lost during it),
+ * until the recovery's deadline. Returns 0; TRAIN_RETRYABLE when the
+ * deadline passes, with err saying what failed last; or join_failed's
+ * code. */
+static int meet_again(struct run *r, const struct train_config *cfg, int *from, char *err)
+{
 	for (;;) {
-		int rc = comm_rejoin(&r->comm, (int)ms_left(deadline_ms), err);
+		int rc = comm_rejoin(&r->comm, (int)ms_left(r->recovery_deadline), err);
 		/* -1 is a time-out, or a system error before one. */
-		if (rc == -1 && ms_left(deadline_ms) == 0)
-			break;
+		if (rc == -1 && ms_left(r->recovery_deadline) == 0)
+			return recovery_spent(r, cfg, err);
 		/* A set-up over the formed ring that failed is met again, as a
 		 * failed state sync is. */
 		if (rc < 0 && rc != COMM_SETUP_RETRY)
 			return join_failed(rc);
-		if (rc == 0 && sync_state(r, from, err) == 0)
+		if (rc == 0 && sync_state(r, from, err) == 0) {
+			r->meetings++;
 			return 0;
-		comm_leave(&r->comm);
-		long long wait = backoff < ms_left(deadline_ms) ? backoff : ms_left(deadline_ms);
-		if (wait > 0)
-			log_warn("%s; meeting again in %lld ms", err, wait);
-		int sig = pause_unless_preempted(wait);
-		if (sig) {
-			err_set(err, "stopped by signal %d while waiting to meet again", sig);
-			return TRAIN_PREEMPTED;
 		}
-		if (ms_left(deadline_ms) == 0)
-			break;
-		backoff = backoff * 2 < RESYNC_BACKOFF_MAX_MS ? backoff * 2 : RESYNC_BACKOFF_MAX_MS;
+		comm_leave(&r->comm);
+		rc = wait_to_meet(r, cfg, err);
+		if (rc < 0)
+			return rc;
 	}
-	err_prefix(err, "the ring did not form again within %d s", cfg->rendezvous_timeout);
-	return TRAIN_RETRYABLE;
 }
 
 /* After a lost peer: leave the broken ring at once (so that every peer
  * notices), keep the chief's newest state on disk, wait for the ring to be
- * whole again and take up the most advanced state in it, all within
- * --rendezvous-timeout. */
+ * whole again and take up the most advanced state in it. The whole
+ * recovery, from the first loss after a step done to the next step done,
+ * has --rendezvous-timeout: a peer that passes the state sync and drops in
+ * the first step, again and again, is met again after a growing back-off,
+ * and only until then. */
 static int resync(struct run *r, const struct train_config *cfg, char *err)
 {
 	double t0 = progress_now();
-	long long deadline = net_now_ms() + (long long)cfg->rendezvous_timeout * 1000;
 	int rc, from;
 
 	comm_leave(&r->comm);
-	log_warn("%s; waiting up to %d s for the ring to form again", err, cfg->rendezvous_timeout);
+	if (r->recovery_deadline == 0) {
+		r->recovery_deadline = net_now_ms() + (long long)cfg->rendezvous_timeout * 1000;
+		r->backoff = RESYNC_BACKOFF_FIRST_MS;
+		r->meetings = 0;
+		log_warn("%s; waiting up to %d s for the ring to form again", err,
+		         cfg->rendezvous_timeout);
+	} else {
+		/* The ring formed again and broke before a step was done. */
+		rc = wait_to_meet(r, cfg, err);
+		if (rc < 0)
+			return rc;
+	}
 	/* The failed step's update was not applied: the backend's state is
 	 * that of r->pos, which the backup and the state sync take up. */
 	backend_pull(r->backend);
@@ -571,7 +618,7 @@ static int resync(struct run *r, const struct train_config *cfg, char *err)
 		take_backup(r, cfg);
 		backup_wait(r->backup);
 	}
-	rc = meet_again(r, cfg, deadline, &from, err);
+	rc = meet_again(r, cfg, &from, err);
 	if (rc < 0)
 		return rc;
 	adopt_position(r, cfg);
