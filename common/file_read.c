@@ -34,18 +34,22 @@ int file_open_regular(const char *path, struct stat *st, char *err)
 	 * changes nothing for the regular file that is read. */
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 
-	if (fd < 0)
-		return err_set(err, "open '%s': %s", path, strerror(errno));
+	if (fd < 0) {
+		err_set(err, "open '%s': %s", path, strerror(errno));
+		return -1;
+	}
 	if (fstat(fd, st) < 0) {
 		int e = errno;
 		close(fd);
+		err_set(err, "stat '%s': %s", path, strerror(e));
 		errno = e;
-		return err_set(err, "stat '%s': %s", path, strerror(e));
+		return -1;
 	}
 	if (!S_ISREG(st->st_mode)) {
 		close(fd);
+		err_set(err, "'%s': not a regular file (%s)", path, kind_of(st->st_mode));
 		errno = EINVAL;
-		return err_set(err, "'%s': not a regular file (%s)", path, kind_of(st->st_mode));
+		return -1;
 	}
 	return fd;
 }
@@ -86,9 +90,12 @@ int crc_reader_open(struct crc_reader *r, const char *path, char *err)
 {
 	struct stat st;
 
-	*r = (struct crc_reader){.path = path, .fd = file_open_regular(path, &st, err)};
-	if (r->fd < 0)
+	int fd = file_open_regular(path, &st, err);
+
+	*r = (struct crc_reader){.path = path, .fd = -1};
+	if (fd < 0)
 		return -1;
+	r->fd = fd;
 	r->len = (uint64_t)st.st_size;
 	return 0;
 }

@@ -19,7 +19,7 @@
 
 #include <stddef.h>
 
-#define GZSOURCE_BUFFER (256u * 1024u) /* of the file, read at a time */
+#define GZSOURCE_BUFFER ((size_t)256 << 10) /* of the file, read at a time */
 
 struct gzsource;
 

@@ -433,7 +433,7 @@ static void test_a_cluster_file_that_disagrees_with_tf_config_exits_1_naming_bot
 	assert_usage_error(fx, want, "'cluster.worker[1]' is '127.0.0.1:3' in TF_CONFIG");
 
 	memset(big, ' ', sizeof(big));
-	memcpy(big, cluster, strlen(cluster));
+	memcpy(big, cluster, sizeof(cluster) - 1); /* without its NUL: blanks follow */
 	testutil_write_file(tmp_path(fx, "big.json"), big, sizeof(big));
 	snprintf(file_env, sizeof(file_env), "MWJ_TF_CONFIG_FILE=%s", fx->path);
 	run_env(fx, (const char *const[]){file_env, "MWJ_WORKER_INDEX=0", NULL}, QUICK_SECONDS,

@@ -579,11 +579,12 @@ static void test_idx_rejects_junk_after_the_gzip_member(void **state)
 	uint8_t *buf = make_labels(300, &len);
 	uint8_t *gz = gzip_bytes(buf, len, &gz_len);
 	uint8_t *junk = calloc(1, gz_len + 512);
+	static const uint8_t text[5] = {'j', 'u', 'n', 'k', '!'};
 	char want[64];
 
 	assert_non_null(junk);
 	memcpy(junk, gz, gz_len);
-	memcpy(junk + gz_len, "junk!", 5);
+	memcpy(junk + gz_len, text, sizeof(text));
 	testutil_write_file(tmp_path(fx, "labels.gz"), junk, gz_len + 5);
 	snprintf(want, sizeof(want), "ends at byte %zu", gz_len);
 	assert_labels_error(fx->path, "5 bytes of junk after the gzip member", want);

@@ -142,6 +142,20 @@ void testutil_put_be32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
+/* The number after name in a "name  value" line of /proc, or -1. */
+static long long line_value(const char *line, const char *name)
+{
+	size_t n = strlen(name);
+	char *end;
+	long long v;
+
+	if (strncmp(line, name, n) != 0)
+		return -1;
+	errno = 0;
+	v = strtoll(line + n, &end, 10);
+	return errno == 0 && end != line + n ? v : -1;
+}
+
 long long testutil_bytes_read(void)
 {
 	char line[128];
@@ -150,9 +164,8 @@ long long testutil_bytes_read(void)
 
 	if (f == NULL)
 		fail_msg("open /proc/self/io: %s", strerror(errno));
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "rchar: %lld", &v) == 1)
-			break;
+	while (v < 0 && fgets(line, sizeof(line), f))
+		v = line_value(line, "rchar:");
 	fclose(f);
 	if (v < 0)
 		fail_msg("/proc/self/io has no rchar");
@@ -184,9 +197,8 @@ void testutil_limit_memory(long long extra)
 	FILE *f = fopen("/proc/self/status", "r");
 
 	assert_non_null(f);
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmSize: %lld kB", &kb) == 1)
-			break;
+	while (kb < 0 && fgets(line, sizeof(line), f))
+		kb = line_value(line, "VmSize:");
 	fclose(f);
 	assert_true(kb > 0);
 	assert_int_equal(getrlimit(RLIMIT_AS, &lim), 0);
