@@ -142,7 +142,9 @@ static int read_gz(struct gzsource *s, unsigned char *buf, size_t n, size_t *got
 		} else if (rc == Z_BUF_ERROR && s->zs.avail_in == 0 && s->eof) {
 			s->cut_short = 1;
 			return 0;
-		} else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+		} else if (rc != Z_OK && (rc != Z_BUF_ERROR || s->zs.avail_in > 0)) {
+			/* No progress with input and room left would loop: zlib
+			 * never does it, and it is reported if it ever did. */
 			return err_set(err, "'%s': corrupt gzip stream: %s", s->name,
 			               s->zs.msg ? s->zs.msg : zError(rc));
 		}
