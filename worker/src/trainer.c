@@ -597,17 +597,13 @@ static int resync(struct run *r, const struct train_config *cfg, char *err)
 	int rc, from;
 
 	comm_leave(&r->comm);
-	if (r->recovery_deadline == 0) {
+	int again = r->recovery_deadline != 0;
+	if (!again) {
 		r->recovery_deadline = net_now_ms() + (long long)cfg->rendezvous_timeout * 1000;
 		r->backoff = RESYNC_BACKOFF_FIRST_MS;
 		r->meetings = 0;
 		log_warn("%s; waiting up to %d s for the ring to form again", err,
 		         cfg->rendezvous_timeout);
-	} else {
-		/* The ring formed again and broke before a step was done. */
-		rc = wait_to_meet(r, cfg, err);
-		if (rc < 0)
-			return rc;
 	}
 	/* The failed step's update was not applied: the backend's state is
 	 * that of r->pos, which the backup and the state sync take up. */
@@ -618,7 +614,11 @@ static int resync(struct run *r, const struct train_config *cfg, char *err)
 		take_backup(r, cfg);
 		backup_wait(r->backup);
 	}
-	rc = meet_again(r, cfg, &from, err);
+	/* The ring formed again and broke before a step was done: the state
+	 * it handed over is on disk now; meet again after the back-off. */
+	rc = again ? wait_to_meet(r, cfg, err) : 0;
+	if (rc == 0)
+		rc = meet_again(r, cfg, &from, err);
 	if (rc < 0)
 		return rc;
 	adopt_position(r, cfg);
