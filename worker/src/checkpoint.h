@@ -99,12 +99,16 @@ int checkpoint_path(const char *dir, uint64_t global_step, char *out, size_t n);
 
 /* Reads the backup at path into c. On entry c->model, arch_hash, nparams,
  * optimizer and nslots describe what this run builds, and params and
- * opt_state point at its buffers. Returns 0 with every field of c filled
- * in; CHECKPOINT_CORRUPT (bad magic, truncated, checksum mismatch, a header
- * that does not parse or disagrees with the file's length) or
- * CHECKPOINT_INCOMPATIBLE (another format version, model or optimizer
- * state), each with a message in err naming path. On failure the buffers
- * may have been overwritten. */
+ * opt_state point at its buffers. Only a regular file is read, and only
+ * as far as its header when its length is not the one the header implies:
+ * nothing is read whole, or held, for the file's sake. Returns 0 with
+ * every field of c filled in; CHECKPOINT_CORRUPT (not a regular file, bad
+ * magic, truncated, checksum mismatch, a header that does not parse or
+ * disagrees with the file's length) or CHECKPOINT_INCOMPATIBLE (another
+ * format version, model or optimizer state, in a file whose checksum is
+ * sound), each with a message in err naming path. The position is not
+ * judged here (checkpoint_check_position). On failure the buffers may
+ * have been overwritten. */
 int checkpoint_load(const char *path, struct checkpoint *c, char *err);
 
 /* What a run makes of positions: its --epochs, the steps of one epoch
