@@ -251,3 +251,23 @@ int mkdir_p(const char *dir, char *err)
 		return err_set(err, "mkdir '%s': exists and is not a directory", buf);
 	return 0;
 }
+
+int dir_check_writable(const char *dir, char *err)
+{
+	char probe[PATH_MAX];
+	int len, fd;
+
+	if (mkdir_p(dir, err) < 0)
+		return -1;
+	len = snprintf(probe, sizeof(probe), "%s/.mwj-write-check.%ld", dir, (long)getpid());
+	if (len < 0 || (size_t)len >= sizeof(probe))
+		return err_set(err, "'%s': path too long", dir);
+	/* The same O_EXCL create, with the same leftover rule, as a write. */
+	fd = open_temp(probe, 0600);
+	if (fd < 0)
+		return err_set(err, "create '%s': %s", probe, strerror(errno));
+	close(fd);
+	if (unlink(probe) < 0)
+		return err_set(err, "unlink '%s': %s", probe, strerror(errno));
+	return 0;
+}

@@ -26,4 +26,10 @@ int file_read_all(const char *path, size_t max_len, unsigned char **out, size_t 
 /* Creates dir and its missing parents (mode 0755). Returns 0 or -1. */
 int mkdir_p(const char *dir, char *err);
 
+/* Creates dir as a writer would (mkdir_p), then creates and removes a file
+ * in it ("<dir>/.mwj-write-check.<pid>"), so that a folder this process
+ * cannot write is found at start, before work that would be lost with it.
+ * Returns 0, or -1 with a message naming the failing call and path. */
+int dir_check_writable(const char *dir, char *err);
+
 #endif

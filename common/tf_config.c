@@ -5,6 +5,7 @@
  */
 #include "tf_config.h"
 
+#include "atomic_file.h"
 #include "err.h"
 #include "json.h"
 #include "parse.h"
@@ -261,31 +262,13 @@ static int member_once(const cJSON *obj, const char *path, const char *name, cha
 	return 0;
 }
 
-/* Sets task_type, task_index and rank from task, after cluster_parse(). */
-static int task_parse(struct tf_config *c, const cJSON *task, char *err)
+/* Sets task_type, task_index and rank for the task of type number index,
+ * after cluster_parse(). */
+static int task_set(struct tf_config *c, const char *type, int64_t index, char *err)
 {
-	char show[TF_CONFIG_SHOWN + 4];
-	const char *type = NULL;
-	int64_t index = 0;
-	int chief;
-	int n;
+	int chief = strcmp(type, "chief") == 0;
+	int n = chief ? c->has_chief_task : c->world - c->has_chief_task;
 
-	if (json_get_string(task, "task", "type", &type, err) < 0 ||
-	    member_once(task, "task", "type", err) < 0)
-		return -1;
-	for (size_t k = 2; k < ARRAY_LEN(task_types); k++) {
-		if (strcmp(type, task_types[k][0]) == 0)
-			return err_set(err, "'task.type' is '%s': '%s' tasks are not supported: %s",
-			               type, type, task_types[k][1]);
-	}
-	chief = strcmp(type, "chief") == 0;
-	if (!chief && strcmp(type, "worker") != 0)
-		return err_set(err, "'task.type' is '%s': expected 'chief' or 'worker'",
-		               shown(type, show));
-	if (json_get_i64(task, "task", "index", INT64_MIN, INT64_MAX, &index, err) < 0 ||
-	    member_once(task, "task", "index", err) < 0)
-		return -1;
-	n = chief ? c->has_chief_task : c->world - c->has_chief_task;
 	if (n == 0)
 		return err_set(err, "'task.type' is '%s' but 'cluster.%s' lists no tasks", type,
 		               type);
@@ -298,6 +281,30 @@ static int task_parse(struct tf_config *c, const cJSON *task, char *err)
 	c->task_index = (int)index;
 	c->rank = chief ? 0 : c->has_chief_task + (int)index;
 	return 0;
+}
+
+/* Sets task_type, task_index and rank from task, after cluster_parse(). */
+static int task_parse(struct tf_config *c, const cJSON *task, char *err)
+{
+	char show[TF_CONFIG_SHOWN + 4];
+	const char *type = NULL;
+	int64_t index = 0;
+
+	if (json_get_string(task, "task", "type", &type, err) < 0 ||
+	    member_once(task, "task", "type", err) < 0)
+		return -1;
+	for (size_t k = 2; k < ARRAY_LEN(task_types); k++) {
+		if (strcmp(type, task_types[k][0]) == 0)
+			return err_set(err, "'task.type' is '%s': '%s' tasks are not supported: %s",
+			               type, type, task_types[k][1]);
+	}
+	if (strcmp(type, "chief") != 0 && strcmp(type, "worker") != 0)
+		return err_set(err, "'task.type' is '%s': expected 'chief' or 'worker'",
+		               shown(type, show));
+	if (json_get_i64(task, "task", "index", INT64_MIN, INT64_MAX, &index, err) < 0 ||
+	    member_once(task, "task", "index", err) < 0)
+		return -1;
+	return task_set(c, type, index, err);
 }
 
 /* An address with the rank that lists it, for sorting. */
@@ -370,7 +377,14 @@ static int nul_escape_find(const char *text, size_t len, size_t *at)
 	return 0;
 }
 
-int tf_config_parse(struct tf_config *c, const char *text, size_t len, char *err)
+/* What a document without a "task" stands for: worker number index, or,
+ * for a negative index, nothing (the document must name its task). */
+enum { TASK_REQUIRED = -1, TASK_INDEX_UNSET = -2 };
+
+/* tf_config_parse() without the prefix, taking the task of a document
+ * without one from default_index (or TASK_REQUIRED / TASK_INDEX_UNSET). */
+static int parse_doc(struct tf_config *c, const char *text, size_t len, int default_index,
+                     char *err)
 {
 	const cJSON *cluster = NULL;
 	const cJSON *task = NULL;
@@ -386,30 +400,129 @@ int tf_config_parse(struct tf_config *c, const char *text, size_t len, char *err
 		err_set(err, "'\\u0000' near byte %zu: strings must not contain NUL", at);
 		goto out;
 	}
+	task = cJSON_GetObjectItemCaseSensitive(root, "task");
 	if (json_get_object(root, "", "cluster", &cluster, err) < 0 ||
-	    member_once(root, "", "cluster", err) < 0 ||
-	    json_get_object(root, "", "task", &task, err) < 0 ||
-	    member_once(root, "", "task", err) < 0)
+	    member_once(root, "", "cluster", err) < 0)
 		goto out;
-	if (cluster_parse(c, cluster, err) < 0 || task_parse(c, task, err) < 0 ||
-	    duplicates_check(c, err) < 0)
+	if (task != NULL || default_index == TASK_REQUIRED) {
+		if (json_get_object(root, "", "task", &task, err) < 0 ||
+		    member_once(root, "", "task", err) < 0)
+			goto out;
+	} else if (default_index == TASK_INDEX_UNSET) {
+		err_set(err, "'task' is missing, and so is MWJ_WORKER_INDEX, which stands for it");
+		goto out;
+	}
+	if (cluster_parse(c, cluster, err) < 0)
+		goto out;
+	if (task ? task_parse(c, task, err) < 0 : task_set(c, "worker", default_index, err) < 0)
+		goto out;
+	if (duplicates_check(c, err) < 0)
 		goto out;
 	rc = 0;
 out:
-	if (rc < 0) {
-		err_prefix(err, "TF_CONFIG");
+	if (rc < 0)
 		tf_config_release(c);
-	}
 	cJSON_Delete(root);
 	return rc;
+}
+
+int tf_config_parse(struct tf_config *c, const char *text, size_t len, char *err)
+{
+	if (parse_doc(c, text, len, TASK_REQUIRED, err) < 0)
+		return err_prefix(err, "TF_CONFIG");
+	return 0;
+}
+
+/* MWJ_WORKER_INDEX: digits only, a worker index the schema allows; unset
+ * or empty gives TASK_INDEX_UNSET. */
+static int worker_index_from_env(int *index, char *err)
+{
+	const char *s = getenv("MWJ_WORKER_INDEX");
+	char show[TF_CONFIG_SHOWN + 4], perr[ERR_LEN];
+
+	*index = TASK_INDEX_UNSET;
+	if (s == NULL || s[0] == '\0')
+		return 0;
+	if (strspn(s, "0123456789") != strlen(s))
+		return err_set(err, "MWJ_WORKER_INDEX: '%s' is not a whole number", shown(s, show));
+	if (parse_int(s, 0, TF_CONFIG_MAX_WORKERS - 1, index, perr) < 0)
+		return err_set(err, "MWJ_WORKER_INDEX: %s", perr);
+	return 0;
+}
+
+/* Parses the file at path, the task coming from MWJ_WORKER_INDEX when the
+ * file has none. */
+static int parse_file(struct tf_config *c, const char *path, char *err)
+{
+	unsigned char *text = NULL;
+	size_t len = 0;
+	int index, rc;
+
+	memset(c, 0, sizeof(*c));
+	if (worker_index_from_env(&index, err) < 0)
+		return -1;
+	if (file_read_all(path, TF_CONFIG_FILE_MAX_BYTES, &text, &len, err) < 0)
+		return err_prefix(err, "MWJ_TF_CONFIG_FILE '%s'", path);
+	rc = parse_doc(c, (const char *)text, len, index, err);
+	free(text);
+	if (rc < 0)
+		return err_prefix(err, "MWJ_TF_CONFIG_FILE '%s'", path);
+	return 0;
+}
+
+/* Writes the first way a (from TF_CONFIG) and b (from the file, with
+ * MWJ_WORKER_INDEX) differ into why (ERR_LEN); returns 0 when they
+ * describe the same cluster and task. */
+static int differ(const struct tf_config *a, const struct tf_config *b, char *why)
+{
+	char name[ENTRY_NAME_LEN], x[TF_CONFIG_HOST_LEN + 16], y[TF_CONFIG_HOST_LEN + 16];
+
+	if (a->world != b->world || a->has_chief_task != b->has_chief_task)
+		return err_set(why, "TF_CONFIG has %d tasks (%d chief), the file %d (%d chief)",
+		               a->world, a->has_chief_task, b->world, b->has_chief_task);
+	for (int r = 0; r < a->world; r++) {
+		if (strcmp(a->addrs[r].host, b->addrs[r].host) == 0 &&
+		    a->addrs[r].port == b->addrs[r].port)
+			continue;
+		entry_name(a, r, name);
+		tf_address_format(&a->addrs[r], x, sizeof(x));
+		tf_address_format(&b->addrs[r], y, sizeof(y));
+		return err_set(why, "'%s' is '%s' in TF_CONFIG, '%s' in the file", name, x, y);
+	}
+	if (strcmp(a->task_type, b->task_type) != 0 || a->task_index != b->task_index)
+		return err_set(why, "the task is %s %d in TF_CONFIG, %s %d by the file",
+		               a->task_type, a->task_index, b->task_type, b->task_index);
+	return 0;
 }
 
 int tf_config_from_env(struct tf_config *c, char *err)
 {
 	const char *s = getenv("TF_CONFIG");
+	const char *path = getenv("MWJ_TF_CONFIG_FILE");
+	struct tf_config other = {0};
+	char why[ERR_LEN];
+	int rc;
 
-	if (s != NULL && s[0] != '\0')
-		return tf_config_parse(c, s, strlen(s), err);
+	if (path != NULL && path[0] != '\0') {
+		if (s == NULL || s[0] == '\0')
+			return parse_file(c, path, err);
+		if (parse_file(&other, path, err) < 0) {
+			memset(c, 0, sizeof(*c));
+			return -1;
+		}
+	}
+	if (s != NULL && s[0] != '\0') {
+		rc = tf_config_parse(c, s, strlen(s), err);
+		if (rc == 0 && other.addrs != NULL && differ(c, &other, why) < 0) {
+			rc = err_set(err,
+			             "TF_CONFIG and MWJ_TF_CONFIG_FILE '%s' disagree: %s; they "
+			             "must describe one cluster and task",
+			             path, why);
+			tf_config_release(c);
+		}
+		tf_config_release(&other);
+		return rc;
+	}
 	memset(c, 0, sizeof(*c));
 	c->world = 1;
 	snprintf(c->task_type, sizeof(c->task_type), "worker");

@@ -24,6 +24,10 @@
 
 #define TF_CONFIG_MAX_WORKERS 4096 /* world size cap */
 #define TF_CONFIG_HOST_LEN    254  /* a DNS name is at most 253 characters */
+/* The largest MWJ_TF_CONFIG_FILE read: a ConfigMap holds at most 1 MiB, and
+ * 4096 workers with the longest names a MultiWorkerJob allows take about
+ * 800 KB. */
+#define TF_CONFIG_FILE_MAX_BYTES (4u << 20)
 
 /* One "host:port" entry. host is a DNS name or IPv4 address (letters, digits,
  * '-', '.', '_') or an IPv6 literal without its brackets. port is 1..65535,
@@ -52,10 +56,21 @@ struct tf_config {
  * in err (ERR_LEN) and c zeroed. Dies only on out-of-memory. */
 int tf_config_parse(struct tf_config *c, const char *text, size_t len, char *err);
 
-/* Parses the TF_CONFIG environment variable. Unset or empty means a single
+/* Reads the cluster from the environment:
+ *   TF_CONFIG            the JSON itself; when set and not empty, it wins;
+ *   MWJ_TF_CONFIG_FILE   the path of a file holding the same JSON, for a
+ *                        cluster too large for one environment variable
+ *                        (Linux refuses any over 128 KiB); the operator
+ *                        mounts it from a ConfigMap. Its "task" may be left
+ *                        out: the task is then worker MWJ_WORKER_INDEX.
+ * When both are set they must describe the same cluster and task, or the
+ * call fails naming both. Neither set (or both empty) means a single
  * worker on its own: world 1, rank 0, task "worker" 0, no chief, and
  * addrs[0] = {"localhost", 0}, port 0 meaning no peer will ever connect.
- * Returns 0, or -1 with a message in err as tf_config_parse(). */
+ * The file is read whole, and refused when larger than
+ * TF_CONFIG_FILE_MAX_BYTES. Returns 0, or -1 with a message in err: as
+ * tf_config_parse()'s, or beginning "MWJ_TF_CONFIG_FILE '<path>': " for
+ * the file. */
 int tf_config_from_env(struct tf_config *c, char *err);
 
 /* Frees addrs and zeroes c. Accepts NULL and a zeroed struct; calling it

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -57,6 +58,13 @@ static void assert_refused(const char *text, size_t len, const char *want)
 	assert_null(c.addrs);
 	assert_int_equal(c.world, 0);
 	assert_true(strlen(err) < ERR_LEN);
+}
+
+/* Fails the test, showing both, unless s contains part. */
+static void assert_contains(const char *s, const char *part)
+{
+	if (strstr(s, part) == NULL)
+		fail_msg("'%s' does not contain '%s'", s, part);
 }
 
 /* Every rank's address, as tf_address_format() writes it, space-separated. */
@@ -470,6 +478,233 @@ static void test_tf_config_from_env_defaults_to_one_local_worker(void **state)
 	unsetenv("TF_CONFIG");
 }
 
+/* --- The cluster in a file: MWJ_TF_CONFIG_FILE --- */
+
+/* The longest names a MultiWorkerJob allows: a job name of 51 characters
+ * (so that "<job>-worker-4095" is a 63-character DNS label) in a namespace
+ * of 63, each worker at "<job>-worker-<i>.<job>.<ns>.svc:<5 digits>". */
+#define LONG_JOB "j123456789-123456789-123456789-123456789-1234567890"
+#define LONG_NS  "n123456789-123456789-123456789-123456789-123456789-123456789-12"
+
+/* A malloc'd cluster of n workers with the longest names, with a task of
+ * worker index, or none for index < 0. */
+static char *long_names_config(int n, int index)
+{
+	size_t cap = (size_t)n * 200 + 128, len;
+	char *text = malloc(cap);
+
+	assert_int_equal(strlen(LONG_JOB), 51);
+	assert_int_equal(strlen(LONG_NS), 63);
+	assert_non_null(text);
+	len = (size_t)snprintf(text, cap, "{\"cluster\":{\"worker\":[");
+	for (int i = 0; i < n; i++)
+		len += (size_t)snprintf(text + len, cap - len,
+		                        "%s\"" LONG_JOB "-worker-%d." LONG_JOB "." LONG_NS
+		                        ".svc:65535\"",
+		                        i ? "," : "", i);
+	if (index >= 0)
+		snprintf(text + len, cap - len, "]},\"task\":{\"type\":\"worker\",\"index\":%d}}",
+		         index);
+	else
+		snprintf(text + len, cap - len, "]}}");
+	return text;
+}
+
+static void test_tf_config_parse_takes_4096_workers_with_the_longest_names(void **state)
+{
+	char *text = long_names_config(TF_CONFIG_MAX_WORKERS, 4095);
+	struct tf_config c;
+	char err[ERR_LEN] = "";
+
+	(void)state;
+	/* Past what one environment variable may hold (128 KiB), by far. */
+	assert_true(strlen(text) > 750000);
+	if (tf_config_parse(&c, text, strlen(text), err) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(c.world, TF_CONFIG_MAX_WORKERS);
+	assert_int_equal(c.rank, 4095);
+	assert_string_equal(c.addrs[4095].host,
+	                    LONG_JOB "-worker-4095." LONG_JOB "." LONG_NS ".svc");
+	assert_int_equal(c.addrs[4095].port, 65535);
+	tf_config_release(&c);
+	free(text);
+}
+
+/* A scratch file for one test: its path, removed by remove_file(). */
+static char *write_file(const char *text, size_t len)
+{
+	char *path = strdup("/tmp/mwj-test-tf-config-XXXXXX");
+	int fd;
+
+	assert_non_null(path);
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, len), (ssize_t)len);
+	assert_int_equal(close(fd), 0);
+	return path;
+}
+
+static void remove_file(char *path)
+{
+	unlink(path);
+	free(path);
+}
+
+/* The environment tf_config_from_env reads, set for one case: NULL unsets. */
+static void set_env(const char *tf_config, const char *file, const char *index)
+{
+	const char *names[] = {"TF_CONFIG", "MWJ_TF_CONFIG_FILE", "MWJ_WORKER_INDEX"};
+	const char *values[] = {tf_config, file, index};
+
+	for (size_t i = 0; i < ARRAY_LEN(names); i++) {
+		if (values[i] == NULL)
+			assert_int_equal(unsetenv(names[i]), 0);
+		else
+			assert_int_equal(setenv(names[i], values[i], 1), 0);
+	}
+}
+
+/* tf_config_from_env succeeds, for a world of world with this task as rank. */
+static void assert_env_gives(int world, int rank)
+{
+	struct tf_config c;
+	char err[ERR_LEN] = "";
+
+	if (tf_config_from_env(&c, err) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(c.world, world);
+	assert_int_equal(c.rank, rank);
+	assert_string_equal(c.task_type, "worker");
+	assert_int_equal(c.task_index, rank);
+	tf_config_release(&c);
+}
+
+/* tf_config_from_env fails with c zeroed and a message holding each part. */
+static void assert_env_refused(const char *part1, const char *part2)
+{
+	struct tf_config c;
+	char err[ERR_LEN] = "";
+
+	memset(&c, 0x5a, sizeof(c));
+	assert_int_equal(tf_config_from_env(&c, err), -1);
+	print_message("    %s\n", err);
+	assert_null(c.addrs);
+	assert_int_equal(c.world, 0);
+	assert_contains(err, part1);
+	if (part2)
+		assert_contains(err, part2);
+}
+
+static void test_tf_config_from_env_reads_the_cluster_file_when_tf_config_is_unset(void **state)
+{
+	char *text = long_names_config(TF_CONFIG_MAX_WORKERS, -1);
+	char *path = write_file(text, strlen(text));
+	char *with_task = json_text(W3 "{'type': 'worker', 'index': 1}}");
+	char *path_task = write_file(with_task, strlen(with_task));
+
+	(void)state;
+	/* No task in the file: MWJ_WORKER_INDEX stands for it. */
+	set_env(NULL, path, "4095");
+	assert_env_gives(TF_CONFIG_MAX_WORKERS, 4095);
+	set_env("", path, "17");
+	assert_env_gives(TF_CONFIG_MAX_WORKERS, 17);
+	/* A task in the file is the task. */
+	set_env(NULL, path_task, NULL);
+	assert_env_gives(3, 1);
+	set_env(NULL, NULL, NULL);
+	remove_file(path);
+	remove_file(path_task);
+	free(text);
+	free(with_task);
+}
+
+static void test_tf_config_from_env_refuses_a_cluster_file_that_names_no_task(void **state)
+{
+	char *text = json_text("{'cluster': {'worker': ['w0:2222', 'w1:2222', 'w2:2222']}}");
+	char *path = write_file(text, strlen(text));
+	char want[128];
+
+	(void)state;
+	snprintf(want, sizeof(want), "MWJ_TF_CONFIG_FILE '%s': ", path);
+	set_env(NULL, path, NULL);
+	assert_env_refused(want, "'task' is missing, and so is MWJ_WORKER_INDEX");
+	set_env(NULL, path, "3");
+	assert_env_refused(want, "'task.index' is 3, out of range [0, 2]");
+	set_env(NULL, path, "-1");
+	assert_env_refused("MWJ_WORKER_INDEX: '-1' is not a whole number", NULL);
+	set_env(NULL, "/nonexistent/tf-config.json", "x");
+	assert_env_refused("MWJ_WORKER_INDEX: 'x' is not a whole number", NULL);
+	set_env(NULL, path, "1x");
+	assert_env_refused("MWJ_WORKER_INDEX: '1x' is not a whole number", NULL);
+	set_env(NULL, path, "4096");
+	assert_env_refused("MWJ_WORKER_INDEX: ", "out of range");
+	set_env(NULL, NULL, NULL);
+	remove_file(path);
+	free(text);
+}
+
+static void test_tf_config_from_env_refuses_a_cluster_file_too_big_or_missing(void **state)
+{
+	size_t len = TF_CONFIG_FILE_MAX_BYTES + 1;
+	char *big = malloc(len), *path;
+	char want[128];
+
+	(void)state;
+	assert_non_null(big);
+	/* Valid JSON in all but its size: a cluster padded with blanks. */
+	memset(big, ' ', len);
+	memcpy(big, "{\"cluster\":{\"worker\":[\"w0:1\"]}}", 30);
+	path = write_file(big, len);
+	snprintf(want, sizeof(want), "MWJ_TF_CONFIG_FILE '%s': ", path);
+	set_env(NULL, path, "0");
+	assert_env_refused(want, "more than the limit of 4194304");
+	remove_file(path);
+	set_env(NULL, "/nonexistent/tf-config.json", "0");
+	assert_env_refused("MWJ_TF_CONFIG_FILE '/nonexistent/tf-config.json': ",
+	                   "No such file or directory");
+	set_env(NULL, NULL, NULL);
+	free(big);
+}
+
+static void
+test_tf_config_from_env_prefers_tf_config_and_refuses_a_file_that_disagrees(void **state)
+{
+	char *env = json_text(W3 "{'type': 'worker', 'index': 2}}");
+	char *same = json_text("{'cluster': {'worker': ['w0:2222', 'w1:2222', 'w2:2222']}}");
+	char *other = json_text("{'cluster': {'worker': ['w0:2222', 'x1:2222', 'w2:2222']}}");
+	char *fewer = json_text("{'cluster': {'worker': ['w0:2222', 'w1:2222']}}");
+	char *path_same = write_file(same, strlen(same));
+	char *path_other = write_file(other, strlen(other));
+	char *path_fewer = write_file(fewer, strlen(fewer));
+
+	(void)state;
+	set_env(env, NULL, NULL);
+	assert_env_gives(3, 2);
+	set_env(env, path_same, "2");
+	assert_env_gives(3, 2);
+	set_env(env, path_other, "2");
+	assert_env_refused("TF_CONFIG and MWJ_TF_CONFIG_FILE '",
+	                   "disagree: 'cluster.worker[1]' is 'w1:2222' in TF_CONFIG, 'x1:2222' in "
+	                   "the file");
+	set_env(env, path_same, "1");
+	assert_env_refused("TF_CONFIG and MWJ_TF_CONFIG_FILE",
+	                   "the task is worker 2 in TF_CONFIG, worker 1 by the file");
+	set_env(env, path_fewer, "1");
+	assert_env_refused("TF_CONFIG and MWJ_TF_CONFIG_FILE",
+	                   "TF_CONFIG has 3 tasks (0 chief), the file 2 (0 chief)");
+	/* A file that cannot be read is refused even beside a good TF_CONFIG. */
+	set_env(env, "/nonexistent/tf-config.json", "2");
+	assert_env_refused("MWJ_TF_CONFIG_FILE '/nonexistent/tf-config.json'", NULL);
+	set_env(NULL, NULL, NULL);
+	remove_file(path_same);
+	remove_file(path_other);
+	remove_file(path_fewer);
+	free(env);
+	free(same);
+	free(other);
+	free(fewer);
+}
+
 static void test_tf_config_release_accepts_zeroed_and_released_structs(void **state)
 {
 	struct tf_config c = {0};
@@ -518,6 +753,13 @@ int main(void)
 	    cmocka_unit_test(test_tf_config_format_refuses_what_a_worker_would_refuse),
 	    cmocka_unit_test(test_tf_config_from_env_reads_the_environment),
 	    cmocka_unit_test(test_tf_config_from_env_defaults_to_one_local_worker),
+	    cmocka_unit_test(test_tf_config_parse_takes_4096_workers_with_the_longest_names),
+	    cmocka_unit_test(
+	        test_tf_config_from_env_reads_the_cluster_file_when_tf_config_is_unset),
+	    cmocka_unit_test(test_tf_config_from_env_refuses_a_cluster_file_that_names_no_task),
+	    cmocka_unit_test(test_tf_config_from_env_refuses_a_cluster_file_too_big_or_missing),
+	    cmocka_unit_test(
+	        test_tf_config_from_env_prefers_tf_config_and_refuses_a_file_that_disagrees),
 	    cmocka_unit_test(test_tf_config_release_accepts_zeroed_and_released_structs),
 	    cmocka_unit_test(test_tf_address_format_brackets_ipv6_and_stays_in_bounds),
 	};

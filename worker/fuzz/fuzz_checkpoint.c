@@ -9,12 +9,15 @@
  *             (1 slot), 2 and 3 adam (2 slots)
  *   bit 2     append the CRC-32C the format ends with, so that mutations
  *             reach the checks behind the checksum
- *   bit 3     with bit 2, put OVERSIZE zero bytes before the CRC: a file too
- *             big for this run, which is checked while streamed
+ *   bit 3     with bit 2, put OVERSIZE zero bytes before the CRC: a file
+ *             longer than its header says, refused for its length unread
  * Checked beyond "no crash": a refusal is CORRUPT or INCOMPATIBLE with a
  * message naming the file; an accepted backup fits the run, has its
  * counters in range, and written again with checkpoint_save, loads back
- * bit for bit.
+ * bit for bit; its position, checked against runs of fixed and of
+ * one-pass epochs (checkpoint_check_position), is taken up or refused
+ * saying why, and a position taken up keeps its step within the steps
+ * taken.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -75,6 +78,26 @@ static void check_accepted(const struct checkpoint *c, int mode)
 	FUZZ_CHECK(c->momentum >= 0 && c->momentum <= 1);
 }
 
+/* The position against a run of 20-step epochs and one of one-pass
+ * epochs over Fashion-MNIST's 60000 examples. */
+static void check_position(const struct train_position *p)
+{
+	static const struct checkpoint_run runs[] = {{3, 20, 60000}, {3, 0, 60000}};
+
+	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		char why[ERR_LEN] = "";
+		int rc = checkpoint_check_position(p, &runs[i], why);
+		FUZZ_CHECK(rc == 0 || rc == -1);
+		FUZZ_CHECK(memchr(why, '\0', sizeof(why)) != NULL);
+		if (rc < 0) {
+			FUZZ_CHECK(why[0] != '\0');
+			continue;
+		}
+		FUZZ_CHECK((uint64_t)p->step <= p->global_step && p->epoch <= runs[i].epochs);
+		FUZZ_CHECK(p->examples >= p->global_step);
+	}
+}
+
 /* Saves c and loads it back into a second run of the same model. */
 static void check_round_trip(const struct checkpoint *c, int mode)
 {
@@ -125,6 +148,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rc = checkpoint_load(path, &c, err);
 	if (rc == 0) {
 		check_accepted(&c, mode);
+		check_position(&c.pos);
 		check_round_trip(&c, mode);
 	} else {
 		FUZZ_CHECK(rc == CHECKPOINT_CORRUPT || rc == CHECKPOINT_INCOMPATIBLE);

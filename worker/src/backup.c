@@ -153,7 +153,8 @@ uint64_t backup_last_step(const struct backup *b)
 	return b->last_step;
 }
 
-int backup_restore(const char *dir, struct checkpoint *c, char *err)
+int backup_restore(const char *dir, struct checkpoint *c, const struct checkpoint_run *run,
+                   char *err)
 {
 	uint64_t steps[CHECKPOINT_MAX_FILES];
 	char path[DIR_LEN + 64], why[ERR_LEN];
@@ -165,6 +166,12 @@ int backup_restore(const char *dir, struct checkpoint *c, char *err)
 		if (checkpoint_path(dir, steps[i], path, sizeof(path)) < 0)
 			return err_set(err, "backup directory '%s': path too long", dir);
 		int rc = checkpoint_load(path, c, why);
+		if (rc == 0 && checkpoint_check_position(&c->pos, run, why) < 0)
+			return err_set(
+			    err,
+			    "backup '%s' cannot be resumed: %s; it is left as it is (move it "
+			    "away to start over)",
+			    path, why);
 		if (rc == 0)
 			return 1;
 		if (rc == CHECKPOINT_INCOMPATIBLE)

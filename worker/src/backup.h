@@ -37,11 +37,14 @@ int backup_wait(struct backup *b);
 uint64_t backup_last_step(const struct backup *b);
 
 /* Loads the newest sound backup in dir into c (see checkpoint_load for what
- * c must hold on entry), logging each damaged one it passes over. Returns 1
- * if one was loaded, 0 if dir holds none, and -1 with a message if the
- * newest sound backup belongs to another model or format, or if there are
- * backups but none is sound: starting over would silently throw away the
- * progress they hold. */
-int backup_restore(const char *dir, struct checkpoint *c, char *err);
+ * c must hold on entry), logging each damaged one it passes over, and
+ * checks that run can go on from its position (checkpoint_check_position).
+ * Returns 1 if one was loaded, 0 if dir holds none, and -1 with a message
+ * if the newest sound backup belongs to another model or format, or holds
+ * a position run cannot take up, or if there are backups but none is
+ * sound: starting over, or over an older backup, would throw away the
+ * progress they hold, and no file is touched (exit 1). */
+int backup_restore(const char *dir, struct checkpoint *c, const struct checkpoint_run *run,
+                   char *err);
 
 #endif

@@ -3,19 +3,17 @@
 #include "checkpoint.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "atomic_file.h"
 #include "bytes.h"
 #include "crc32c.h"
 #include "err.h"
+#include "file_read.h"
 #include "json.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -28,8 +26,7 @@ static const unsigned char MAGIC[8] = {'M', 'W', 'J', 'B', 'A', 'C', 'K', 'P'};
 #define TRAILER_LEN 4
 #define HEADER_MAX  65536 /* a real header is about 400 bytes */
 #define HEAD_LEN    (PREFIX_LEN + HEADER_MAX)
-#define CHUNK       65536 /* read at a time from a file too big to hold */
-#define MAX_SLOTS   2     /* Adam's two moments */
+#define MAX_SLOTS   2 /* Adam's two moments */
 #define MAX_WORLD   4096
 #define MAX_BATCH   (1 << 20)
 
@@ -128,49 +125,78 @@ int checkpoint_save(const char *dir, const struct checkpoint *c, char *err)
 
 /* --- Reading --- */
 
-/* A backup file as checkpoint_load checks it: its first have bytes in b
- * (all len of them, unless the file is too big for this run), and the
- * CRC-32C of all but its last 4 bytes beside what those 4 bytes hold. */
-struct image {
-	const unsigned char *b;
-	size_t have, len;
-	uint32_t crc, stored;
-};
-
-/* Checks magic, length, checksum, version and header length, in that
- * order: a newer format is only told from damage once the CRC is known to
- * be good. Returns 0 with the header length, CORRUPT or INCOMPATIBLE. */
-static int check_frame(const struct image *im, const char *path, size_t *json_len, char *err)
+/* The largest file whose checksum is read through when its header is
+ * refused, only to say "damaged" rather than what the header got wrong: a
+ * backup of this run's model with the longest header allowed. Saturates
+ * rather than wraps. */
+static uint64_t max_len(const struct checkpoint *c)
 {
-	size_t n = im->have < sizeof(MAGIC) ? im->have : sizeof(MAGIC);
+	uint64_t fixed = HEAD_LEN + SUMS_LEN + TRAILER_LEN;
+	uint64_t per_param = sizeof(float) * (uint64_t)(1 + (c->nslots > 0 ? c->nslots : 0));
+
+	if ((uint64_t)c->nparams > (UINT64_MAX - fixed) / per_param)
+		return UINT64_MAX;
+	return fixed + (uint64_t)c->nparams * per_param;
+}
+
+/* A verdict that holds only for a sound file (a newer version, another
+ * model): the rest of the file is checksummed, a few kilobytes at a time,
+ * and a mismatch makes it damage instead. Returns rc or CORRUPT. */
+static int unless_damaged(struct crc_reader *rd, int rc, char *err)
+{
+	char why[ERR_LEN];
+	int sound = crc_reader_finish(rd, why);
+
+	if (sound < 0) {
+		err_set(err, "%s", why);
+		return CHECKPOINT_CORRUPT;
+	}
+	if (sound == 0) {
+		err_set(err, "'%s': checksum mismatch (file is corrupt or truncated)", rd->path);
+		return CHECKPOINT_CORRUPT;
+	}
+	return rc;
+}
+
+/* Reads and checks magic, length, version and header length, in that
+ * order; a newer version is told from damage by the checksum. Returns 0
+ * with the header length, CORRUPT or INCOMPATIBLE. */
+static int read_frame(struct crc_reader *rd, size_t *json_len, char *err)
+{
+	unsigned char prefix[PREFIX_LEN];
+	size_t have = rd->len < PREFIX_LEN ? (size_t)rd->len : PREFIX_LEN;
 	uint32_t version;
 
+	if (crc_reader_take(rd, prefix, have, err) < 0)
+		return CHECKPOINT_CORRUPT;
 	/* A few bytes that begin like a backup are a truncated one. */
-	if (memcmp(im->b, MAGIC, n) != 0) {
-		err_set(err, "'%s': not an mwj backup (bad magic)", path);
+	if (memcmp(prefix, MAGIC, have < sizeof(MAGIC) ? have : sizeof(MAGIC)) != 0) {
+		err_set(err, "'%s': not an mwj backup (bad magic)", rd->path);
 		return CHECKPOINT_CORRUPT;
 	}
-	if (im->len < PREFIX_LEN + TRAILER_LEN) {
-		err_set(err, "'%s': truncated: %zu bytes, less than a header", path, im->len);
+	if (rd->len < PREFIX_LEN + TRAILER_LEN) {
+		err_set(err, "'%s': truncated: %" PRIu64 " bytes, less than a header", rd->path,
+		        rd->len);
 		return CHECKPOINT_CORRUPT;
 	}
-	if (im->crc != im->stored) {
-		err_set(err, "'%s': checksum mismatch (file is corrupt or truncated)", path);
-		return CHECKPOINT_CORRUPT;
-	}
-	version = bytes_get_le32(im->b + 8);
+	version = bytes_get_le32(prefix + 8);
 	if (version != CHECKPOINT_VERSION) {
 		err_set(err,
 		        "'%s': unsupported backup format version %" PRIu32 " (this build reads %d)",
-		        path, version, CHECKPOINT_VERSION);
-		return CHECKPOINT_INCOMPATIBLE;
+		        rd->path, version, CHECKPOINT_VERSION);
+		return unless_damaged(rd, CHECKPOINT_INCOMPATIBLE, err);
 	}
-	*json_len = bytes_get_le32(im->b + 12);
+	*json_len = bytes_get_le32(prefix + 12);
 	/* Length first: the subtraction must not wrap. */
-	if (im->len < PREFIX_LEN + SUMS_LEN + TRAILER_LEN || *json_len > HEADER_MAX ||
-	    *json_len > im->len - PREFIX_LEN - SUMS_LEN - TRAILER_LEN) {
-		err_set(err, "'%s': header claims %zu bytes, the file has %zu", path, *json_len,
-		        im->len);
+	if (rd->len < PREFIX_LEN + SUMS_LEN + TRAILER_LEN ||
+	    *json_len > rd->len - PREFIX_LEN - SUMS_LEN - TRAILER_LEN) {
+		err_set(err, "'%s': truncated: header claims %zu bytes, the file has %" PRIu64,
+		        rd->path, *json_len, rd->len);
+		return CHECKPOINT_CORRUPT;
+	}
+	if (*json_len > HEADER_MAX) {
+		err_set(err, "'%s': header claims %zu bytes, more than the %d a header may have",
+		        rd->path, *json_len, HEADER_MAX);
 		return CHECKPOINT_CORRUPT;
 	}
 	return 0;
@@ -297,172 +323,108 @@ static int check_fits(const struct checkpoint *got, const char *opt, const struc
 	return 0;
 }
 
-/* Parses the header of a sound file, checks it against the file's length
- * (CORRUPT) and then against the run c (INCOMPATIBLE). Fills got with all
- * but the metric sums and the buffers. */
-static int check_header(const struct image *im, size_t json_len, const struct checkpoint *c,
-                        const char *path, struct checkpoint *got, char *err)
+/* Compares the file's length with the one its header implies, before
+ * anything past the header is read: a file longer or shorter than that is
+ * damaged, however sound its checksum. */
+static int check_length(const struct crc_reader *rd, size_t json_len, const struct checkpoint *got,
+                        char *err)
+{
+	uint64_t per_param = sizeof(float) * (uint64_t)(1 + got->nslots);
+	uint64_t fixed = PREFIX_LEN + json_len + SUMS_LEN + TRAILER_LEN;
+
+	/* nparams is bounded by the length first, so that the product cannot
+	 * wrap. */
+	int shorter = (uint64_t)got->nparams > rd->len / per_param ||
+	              rd->len < fixed + (uint64_t)got->nparams * per_param;
+
+	if (shorter || rd->len > fixed + (uint64_t)got->nparams * per_param)
+		return err_set(err,
+		               "'%s': %s%" PRIu64 " bytes, but its header describes %zu parameters "
+		               "and %d state slots",
+		               rd->path, shorter ? "truncated: " : "", rd->len, got->nparams,
+		               got->nslots);
+	return 0;
+}
+
+/* Reads the header, checks it on its own (CORRUPT), against the file's
+ * length (CORRUPT) and against the run c (INCOMPATIBLE). Fills got with
+ * all but the metric sums and the buffers. A header refused on its own is
+ * reported as the damage it most likely is when the checksum says so. */
+static int read_header(struct crc_reader *rd, size_t json_len, const struct checkpoint *c,
+                       struct checkpoint *got, char *err)
 {
 	const char *opt = NULL;
 	char why[ERR_LEN];
 	int rc = CHECKPOINT_CORRUPT;
-	cJSON *h = json_parse((const char *)im->b + PREFIX_LEN, json_len, why);
+	char *text = xmalloc(json_len + 1);
+	cJSON *h = NULL;
 
+	if (crc_reader_take(rd, text, json_len, err) < 0)
+		goto out;
+	h = json_parse(text, json_len, why);
 	if (!h || read_model(h, got, &opt, why) < 0 || read_position(h, got, why) < 0) {
-		err_set(err, "'%s': header: %s", path, why);
+		err_set(err, "'%s': header: %s", rd->path, why);
+		if (rd->len <= max_len(c))
+			rc = unless_damaged(rd, rc, err);
 		goto out;
 	}
-	/* nparams is bounded by the length first, so that the product cannot
-	 * wrap. The CRC was good: a writer got this wrong. */
-	if (got->nparams > im->len / sizeof(float) ||
-	    im->len != PREFIX_LEN + json_len + SUMS_LEN +
-	                   got->nparams * sizeof(float) * (size_t)(1 + got->nslots) + TRAILER_LEN) {
-		err_set(
-		    err,
-		    "'%s': %zu bytes long, but its header describes %zu parameters and %d state "
-		    "slots",
-		    path, im->len, got->nparams, got->nslots);
+	if (check_length(rd, json_len, got, err) < 0)
 		goto out;
-	}
-	rc = check_fits(got, opt, c, path, err);
+	rc = check_fits(got, opt, c, rd->path, err);
+	if (rc == CHECKPOINT_INCOMPATIBLE)
+		rc = unless_damaged(rd, rc, err);
 out:
 	cJSON_Delete(h);
+	free(text);
 	return rc;
 }
 
-/* The largest file checkpoint_load reads whole: a backup of this run's
- * model with the longest header allowed. Saturates rather than wraps. */
-static size_t max_len(const struct checkpoint *c)
+/* Reads what follows the header into got's sums and c's buffers, and the
+ * checksum over it all. */
+static int read_body(struct crc_reader *rd, struct checkpoint *c, struct checkpoint *got, char *err)
 {
-	size_t fixed = HEAD_LEN + SUMS_LEN + TRAILER_LEN;
-	size_t per_param = sizeof(float) * (size_t)(1 + (c->nslots > 0 ? c->nslots : 0));
+	double sums[3];
+	size_t params_len = c->nparams * sizeof(float);
+	int sound;
 
-	if (c->nparams > (SIZE_MAX - fixed) / per_param)
-		return SIZE_MAX;
-	return fixed + c->nparams * per_param;
-}
-
-/* Reads the file at path through a CHUNK-sized buffer, keeping only its
- * first HEAD_LEN bytes in *head (malloc'd; the caller frees it, also on
- * failure), and fills im. */
-static int read_streaming(const char *path, struct image *im, unsigned char **head, char *err)
-{
-	unsigned char trailer[TRAILER_LEN] = {0};
-	unsigned char *scratch = xmalloc(CHUNK);
-	struct stat st;
-	size_t off = 0, body;
-	int rc = -1;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	*head = xmalloc(HEAD_LEN);
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		err_set(err, "open '%s': %s", path, strerror(errno));
-		goto out;
+	if (crc_reader_take(rd, sums, SUMS_LEN, err) < 0 ||
+	    crc_reader_take(rd, c->params, params_len, err) < 0 ||
+	    (c->nslots > 0 &&
+	     crc_reader_take(rd, c->opt_state, (size_t)c->nslots * params_len, err) < 0))
+		return CHECKPOINT_CORRUPT;
+	sound = crc_reader_finish(rd, err);
+	if (sound < 0)
+		return CHECKPOINT_CORRUPT;
+	if (sound == 0) {
+		err_set(err, "'%s': checksum mismatch (file is corrupt or truncated)", rd->path);
+		return CHECKPOINT_CORRUPT;
 	}
-	im->len = (size_t)st.st_size;
-	im->have = im->len < HEAD_LEN ? im->len : HEAD_LEN;
-	im->b = *head;
-	im->crc = 0;
-	body = im->len >= TRAILER_LEN ? im->len - TRAILER_LEN : 0;
-	while (off < im->len) {
-		unsigned char *dst = off < im->have ? *head + off : scratch;
-		size_t want = off < im->have ? im->have - off : CHUNK;
-		ssize_t n = read(fd, dst, want < im->len - off ? want : im->len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			err_set(err, "read '%s': %s", path,
-			        n < 0 ? strerror(errno) : "file shrank");
-			goto out;
-		}
-		size_t got = (size_t)n;
-		if (off < body)
-			im->crc = crc32c_update(im->crc, dst, got < body - off ? got : body - off);
-		for (size_t i = body > off ? body - off : 0; i < got; i++)
-			trailer[off + i - body] = dst[i];
-		off += got;
-	}
-	im->stored = bytes_get_le32(trailer);
-	rc = 0;
-out:
-	if (fd >= 0)
-		close(fd);
-	free(scratch);
-	return rc;
-}
-
-/* A file too big to be a backup of this run's model: most likely a sound
- * backup of a bigger one, which must stop the run rather than be passed
- * over as damaged. It is checked like any other, with the checksum
- * streamed over it so that a huge file never sits in memory. Never
- * returns 0. */
-static int load_oversized(const char *path, const struct checkpoint *c, char *err)
-{
-	struct checkpoint got = {0};
-	struct image im = {0};
-	unsigned char *head = NULL;
-	size_t json_len = 0;
-	int rc = CHECKPOINT_CORRUPT;
-
-	if (read_streaming(path, &im, &head, err) < 0)
-		goto out;
-	rc = check_frame(&im, path, &json_len, err);
-	if (rc == 0)
-		rc = check_header(&im, json_len, c, path, &got, err);
-	/* Cannot happen: a header that fits this run makes the file small. */
-	if (rc == 0) {
-		err_set(err, "'%s': larger than any backup of this run", path);
-		rc = CHECKPOINT_CORRUPT;
-	}
-out:
-	free(head);
-	return rc;
-}
-
-static int is_larger_file(const char *path, size_t max)
-{
-	struct stat st;
-
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && (uintmax_t)st.st_size > max;
+	got->pos.sums = (struct metrics){sums[0], sums[1], sums[2]};
+	return 0;
 }
 
 int checkpoint_load(const char *path, struct checkpoint *c, char *err)
 {
 	struct checkpoint got = {0};
-	struct image im = {0};
-	unsigned char *b = NULL;
-	size_t len = 0, json_len = 0, max = max_len(c);
+	struct crc_reader rd;
+	size_t json_len = 0;
 	int rc;
 
-	if (file_read_all(path, max, &b, &len, err) < 0)
-		return is_larger_file(path, max) ? load_oversized(path, c, err)
-		                                 : CHECKPOINT_CORRUPT;
-	im.b = b;
-	im.have = im.len = len;
-	if (len >= PREFIX_LEN + TRAILER_LEN) {
-		im.crc = crc32c(b, len - TRAILER_LEN);
-		im.stored = bytes_get_le32(b + len - TRAILER_LEN);
-	}
-	rc = check_frame(&im, path, &json_len, err);
+	if (crc_reader_open(&rd, path, err) < 0)
+		return CHECKPOINT_CORRUPT;
+	rc = read_frame(&rd, &json_len, err);
 	if (rc == 0)
-		rc = check_header(&im, json_len, c, path, &got, err);
-	if (rc == 0) {
-		const unsigned char *p = b + PREFIX_LEN + json_len;
-		double sums[3];
-		memcpy(sums, p, SUMS_LEN);
-		p += SUMS_LEN;
-		memcpy(c->params, p, c->nparams * sizeof(float));
-		if (c->nslots > 0)
-			memcpy(c->opt_state, p + c->nparams * sizeof(float),
-			       (size_t)c->nslots * c->nparams * sizeof(float));
-		got.pos.sums = (struct metrics){sums[0], sums[1], sums[2]};
-		c->pos = got.pos;
-		c->seed = got.seed;
-		memcpy(c->model, got.model, sizeof(c->model));
-		c->iterations = got.iterations;
-		c->learning_rate = got.learning_rate;
-		c->momentum = got.momentum;
-	}
-	free(b);
-	return rc;
+		rc = read_header(&rd, json_len, c, &got, err);
+	if (rc == 0)
+		rc = read_body(&rd, c, &got, err);
+	crc_reader_close(&rd);
+	if (rc < 0)
+		return rc;
+	c->pos = got.pos;
+	c->seed = got.seed;
+	memcpy(c->model, got.model, sizeof(c->model));
+	c->iterations = got.iterations;
+	c->learning_rate = got.learning_rate;
+	c->momentum = got.momentum;
+	return 0;
 }

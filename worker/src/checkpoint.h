@@ -99,13 +99,39 @@ int checkpoint_path(const char *dir, uint64_t global_step, char *out, size_t n);
 
 /* Reads the backup at path into c. On entry c->model, arch_hash, nparams,
  * optimizer and nslots describe what this run builds, and params and
- * opt_state point at its buffers. Returns 0 with every field of c filled
- * in; CHECKPOINT_CORRUPT (bad magic, truncated, checksum mismatch, a header
- * that does not parse or disagrees with the file's length) or
- * CHECKPOINT_INCOMPATIBLE (another format version, model or optimizer
- * state), each with a message in err naming path. On failure the buffers
- * may have been overwritten. */
+ * opt_state point at its buffers. Only a regular file is read, and only
+ * as far as its header when its length is not the one the header implies:
+ * nothing is read whole, or held, for the file's sake. Returns 0 with
+ * every field of c filled in; CHECKPOINT_CORRUPT (not a regular file, bad
+ * magic, truncated, checksum mismatch, a header that does not parse or
+ * disagrees with the file's length) or CHECKPOINT_INCOMPATIBLE (another
+ * format version, model or optimizer state, in a file whose checksum is
+ * sound), each with a message in err naming path. The position is not
+ * judged here (checkpoint_check_position). On failure the buffers may
+ * have been overwritten. */
 int checkpoint_load(const char *path, struct checkpoint *c, char *err);
+
+/* What a run makes of positions: its --epochs, the steps of one epoch
+ * (--steps-per-epoch, or 0 for one pass over the training set, which then
+ * depends on the world and batch of the position), and how many examples
+ * the training set holds. */
+struct checkpoint_run {
+	int epochs;
+	long steps_per_epoch;
+	uint32_t examples;
+};
+
+/* Checks that a backup's position is one a run could have reached, and
+ * that run can go on from: its fields against each other (the step within
+ * the steps taken in all, the examples taken and the running sums against
+ * the steps) and against run (the epoch within --epochs, the step within
+ * an epoch's steps, so within the data set for one-pass epochs). The CRC
+ * vouches only for the bytes: a writer's bug or an edited file gets this
+ * far, and restoring it would report a loss of 0 and delete the backups
+ * at the end of a run that never trained. Returns 0, or -1 with what is
+ * wrong in err (without the path, which the caller names). */
+int checkpoint_check_position(const struct train_position *p, const struct checkpoint_run *run,
+                              char *err);
 
 /* Removes every temporary file of a backup from dir, and every backup but
  * keep and the newest one older than it (keep UINT64_MAX: all of them). A

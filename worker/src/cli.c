@@ -64,7 +64,8 @@ static const struct flag TRAIN_FLAGS[] = {
     {"log-every", F_LOG_EVERY, "N",
      "also print progress every N steps when not on a terminal (default: 0, per epoch only)"},
     {"rendezvous-timeout", F_RENDEZVOUS_TIMEOUT, "SECONDS",
-     "how long to wait for the other workers before exiting 75 (default: 300)"},
+     "how long to wait for the other workers, at start or after a lost one until a step is "
+     "done again, before exiting 75 (default: 300)"},
     {"collective-timeout", F_COLLECTIVE_TIMEOUT, "SECONDS",
      "a collective making no progress this long means a lost peer (default: 60)"},
     {"backup-dir", F_BACKUP_DIR, "DIR",

@@ -3,7 +3,8 @@
  * Precedence: defaults, then the environment (MWJ_DATA_DIR, MWJ_MODEL_DIR,
  * MWJ_LOG_FORMAT, MWJ_LOG_LEVEL, MWJ_JOB_NAME, MWJ_BACKUP_DIR,
  * MWJ_JOB_SECRET_FILE), then flags; one validation pass at the end. train
- * also reads the cluster from TF_CONFIG and the job's ring key from its
+ * also reads the cluster from TF_CONFIG or MWJ_TF_CONFIG_FILE (with
+ * MWJ_WORKER_INDEX; tf_config_from_env) and the job's ring key from its
  * file.
  * Every flag lives in one table per command that also prints --help.
  */
@@ -40,7 +41,8 @@ struct cli {
 
 /* Parses argv into c. Returns 0 when there is a command to run; 1 when help
  * or the version was printed on out and the process should exit 0; -1 with a
- * message in err on bad usage, a bad TF_CONFIG or a job key file that is
+ * message in err on bad usage, a bad TF_CONFIG (or MWJ_TF_CONFIG_FILE, or
+ * the two disagreeing) or a job key file that is
  * missing, unreadable or too short (exit 1). c->train.cluster and
  * c->train.job_key point into c. Workers other than the chief log warnings and errors only,
  * unless a level was asked for. cli_release frees what c holds and wipes

@@ -10,10 +10,32 @@
 #include "rng.h"
 #include "simd.h"
 
-int dataset_load(struct dataset *ds, const char *dir, const char *split, char *err)
+/* The headers of both files against each other and against want. */
+static int check_headers(const struct dataset *ds, const struct idx_file *img,
+                         const struct idx_file *lab, const struct dataset_want *want, char *err)
 {
-	struct idx_images img = {0};
-	struct idx_labels lab = {0};
+	char why[ERR_LEN];
+
+	if (img->count != lab->count)
+		return err_set(err, "'%s' holds %u images but '%s' holds %u labels",
+		               ds->images_path, img->count, ds->labels_path, lab->count);
+	if (want == NULL)
+		return 0;
+	if ((want->rows && img->rows != want->rows) || (want->cols && img->cols != want->cols))
+		return err_set(err, "'%s' holds %ux%u images, but the model takes %ux%u",
+		               ds->images_path, img->rows, img->cols, want->rows, want->cols);
+	if (want->fits && want->fits(want->ctx, img->rows, img->cols, why) < 0)
+		return err_set(err, "'%s' holds %ux%u images: %s", ds->images_path, img->rows,
+		               img->cols, why);
+	return 0;
+}
+
+int dataset_load(struct dataset *ds, const char *dir, const char *split,
+                 const struct dataset_want *want, char *err)
+{
+	struct idx_file img = {0}, lab = {0};
+	uint8_t *pixels = NULL, *labels = NULL;
+	int rc = -1;
 
 	memset(ds, 0, sizeof(*ds));
 	if (snprintf(ds->images_path, sizeof(ds->images_path), "%s/%s-images-idx3-ubyte", dir,
@@ -21,32 +43,31 @@ int dataset_load(struct dataset *ds, const char *dir, const char *split, char *e
 	    snprintf(ds->labels_path, sizeof(ds->labels_path), "%s/%s-labels-idx1-ubyte", dir,
 	             split) >= (int)sizeof(ds->labels_path))
 		return err_set(err, "data directory '%s': path too long", dir);
-	if (idx_load_images(ds->images_path, &img, err) < 0)
-		goto fail;
-	if (idx_load_labels(ds->labels_path, &lab, err) < 0)
-		goto fail;
-	if (img.count != lab.count) {
-		err_set(err, "'%s' holds %u images but '%s' holds %u labels", ds->images_path,
-		        img.count, ds->labels_path, lab.count);
-		goto fail;
-	}
+	if (idx_open_images(&img, ds->images_path, err) < 0 ||
+	    idx_open_labels(&lab, ds->labels_path, err) < 0 ||
+	    check_headers(ds, &img, &lab, want, err) < 0 || idx_read(&img, &pixels, err) < 0 ||
+	    idx_read(&lab, &labels, err) < 0)
+		goto out;
 	for (uint32_t i = 0; i < lab.count; i++) {
-		if (lab.labels[i] >= DATASET_CLASSES) {
+		if (labels[i] >= DATASET_CLASSES) {
 			err_set(err, "'%s': label %u of example %u is not a class 0..%d",
-			        ds->labels_path, lab.labels[i], i, DATASET_CLASSES - 1);
-			goto fail;
+			        ds->labels_path, labels[i], i, DATASET_CLASSES - 1);
+			goto out;
 		}
 	}
 	ds->n = img.count;
 	ds->rows = img.rows;
 	ds->cols = img.cols;
-	ds->images = img.pixels;
-	ds->labels = lab.labels;
-	return 0;
-fail:
-	idx_images_release(&img);
-	idx_labels_release(&lab);
-	return -1;
+	ds->images = pixels;
+	ds->labels = labels;
+	pixels = labels = NULL;
+	rc = 0;
+out:
+	free(pixels);
+	free(labels);
+	idx_close(&img);
+	idx_close(&lab);
+	return rc;
 }
 
 void dataset_release(struct dataset *ds)

@@ -23,10 +23,27 @@ struct dataset {
 	char labels_path[DATASET_PATH_LEN];
 };
 
+/* What a caller requires of a split's images: the shape a model takes
+ * (rows and cols; 0 for any), or a check of the shape for a model yet to
+ * be built for it (fits, with ctx; NULL for none), which returns 0 or -1
+ * with why in err. */
+struct dataset_want {
+	uint32_t rows, cols;
+	int (*fits)(const void *ctx, uint32_t rows, uint32_t cols, char *err);
+	const void *ctx;
+};
+
 /* Loads "<dir>/<split>-images-idx3-ubyte[.gz]" and the matching labels, for
- * split "train" or "t10k". Checks that the counts agree and that every label
- * is a valid class. Returns 0, or -1 with a message in err naming the file. */
-int dataset_load(struct dataset *ds, const char *dir, const char *split, char *err);
+ * split "train" or "t10k". The headers of both files are read first, and
+ * the counts they give must agree and the shape must be what want asks
+ * (want NULL: any) before any data is read or inflated: a file that says
+ * the wrong thing in its 16 bytes is refused at once, not after it has
+ * taken its gigabyte of memory. Then every label must be a valid class.
+ * Memory: rows x cols + 1 bytes an example (785 for Fashion-MNIST's
+ * 28x28), held while ds lives. Returns 0, or -1 with a message in err
+ * naming the file. */
+int dataset_load(struct dataset *ds, const char *dir, const char *split,
+                 const struct dataset_want *want, char *err);
 void dataset_release(struct dataset *ds);
 
 /* Writes the permutation of pass p into order (n entries): Fisher-Yates

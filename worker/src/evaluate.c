@@ -24,13 +24,17 @@ int evaluate_run(const struct eval_config *cfg, FILE *out, char *err)
 	m = model_file_load(cfg->model_dir, cfg->batch_size, err);
 	if (!m)
 		goto out;
-	if (dataset_load(&test, cfg->data_dir, "t10k", err) < 0)
-		goto out;
-	if ((int)test.rows != m->in_h || (int)test.cols != m->in_w || m->in_c != 1) {
-		err_set(err, "'%s' holds %ux%u images but the model takes %dx%dx%d",
-		        test.images_path, test.rows, test.cols, m->in_h, m->in_w, m->in_c);
+	if (m->in_c != 1) {
+		err_set(err, "the model takes %dx%dx%d inputs, and IDX images have 1 channel",
+		        m->in_h, m->in_w, m->in_c);
 		goto out;
 	}
+	/* The test images' header is checked against the model before they
+	 * are read. */
+	if (dataset_load(&test, cfg->data_dir, "t10k",
+	                 &(struct dataset_want){(uint32_t)m->in_h, (uint32_t)m->in_w, NULL, NULL},
+	                 err) < 0)
+		goto out;
 	log_info("evaluating model %s (%zu parameters) on %u test examples", m->name, m->nparams,
 	         test.n);
 	x = xcalloc((size_t)cfg->batch_size * test.rows * test.cols, sizeof(float));

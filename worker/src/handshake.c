@@ -1,5 +1,5 @@
-/* handshake.c - the four messages of the ring's connection handshake, their
- * encoding, and the verdicts each side reaches. */
+/* handshake.c - the five messages of the ring's connection handshake,
+ * their encoding, and the verdicts each side reaches. */
 #include "handshake.h"
 
 #include <openssl/crypto.h>
@@ -11,30 +11,37 @@
 
 #include "bytes.h"
 
-static const unsigned char HELLO_MAGIC[8] = {'M', 'W', 'J', 'R', 'I', 'N', 'G', '\n'};
+static const unsigned char GREETING_MAGIC[8] = {'M', 'W', 'J', 'R', 'I', 'N', 'G', '\n'};
 
-/* The hello's flags. Unknown bits are ignored, for later versions. */
+/* The greeting's flags. Unknown bits are ignored, for later versions. */
 #define FLAG_KEYED 1u
 
 /* Verdicts on the wire. */
 enum { VERDICT_OK, VERDICT_REFUSED, VERDICT_UNAUTHENTICATED, VERDICT_CODES };
 
-/* Where each message starts in the transcript, and its length. */
-static const size_t MSG_OFF[5] = {
+/* The messages: 0 and 1 greetings (1 with a MAC), 2 and 3 a verdict, a
+ * hello and a MAC, 4 a verdict and a MAC. Where each starts in the
+ * transcript, and the parts inside them. */
+#define VERDICT_MSG_BYTES (HANDSHAKE_STATUS_BYTES + HANDSHAKE_HELLO_BYTES + HANDSHAKE_MAC_BYTES)
+static const size_t MSG_OFF[HANDSHAKE_MESSAGES + 1] = {
     0,
-    HANDSHAKE_HELLO_BYTES,
-    2 * HANDSHAKE_HELLO_BYTES + HANDSHAKE_VERDICT_BYTES,
-    2 * HANDSHAKE_HELLO_BYTES + 2 * HANDSHAKE_VERDICT_BYTES,
+    HANDSHAKE_GREETING_BYTES,
+    2 * HANDSHAKE_GREETING_BYTES + HANDSHAKE_MAC_BYTES,
+    2 * HANDSHAKE_GREETING_BYTES + HANDSHAKE_MAC_BYTES + VERDICT_MSG_BYTES,
+    2 * HANDSHAKE_GREETING_BYTES + HANDSHAKE_MAC_BYTES + 2 * VERDICT_MSG_BYTES,
     HANDSHAKE_WIRE_BYTES,
 };
-static const char *const MSG_NAME[4] = {"hello", "reply", "proof", "final verdict"};
+static const char *const MSG_NAME[HANDSHAKE_MESSAGES] = {"greeting", "greeting reply", "hello",
+                                                         "reply", "final verdict"};
+#define DONE HANDSHAKE_MESSAGES
 
-/* The verdict inside messages 1 to 3 (message 1 is a hello, then one). */
-#define VERDICT_AT(m) (MSG_OFF[(m) + 1] - HANDSHAKE_VERDICT_BYTES)
+/* Each message's MAC is its last bytes; message 0 has none. */
+#define MAC_AT(m)   (MSG_OFF[(m) + 1] - HANDSHAKE_MAC_BYTES)
+#define HELLO_AT(m) (MSG_OFF[m] + HANDSHAKE_STATUS_BYTES)
 
 /* Domain labels of the MACs: each side's MACs are its own. */
-static const char LABEL_CONNECT[] = "mwj-ring-v2 connect";
-static const char LABEL_ACCEPT[] = "mwj-ring-v2 accept";
+static const char LABEL_CONNECT[] = "mwj-ring-v4 connect";
+static const char LABEL_ACCEPT[] = "mwj-ring-v4 accept";
 
 static int keyed(const struct handshake *h)
 {
@@ -62,48 +69,61 @@ static int sends(const struct handshake *h, int m)
 	return (m % 2 == 0) == (h->role == HANDSHAKE_CONNECT);
 }
 
-static void hello_encode(unsigned char *p, const struct hello *me, uint32_t flags,
-                         const unsigned char *nonce)
+/* Whether message m carries a verdict (2, 3 and 4 do). */
+static int has_verdict(int m)
 {
-	memcpy(p, HELLO_MAGIC, sizeof(HELLO_MAGIC));
-	bytes_put_be32(p + 8, me->protocol);
-	bytes_put_be32(p + 12, me->world);
-	bytes_put_be32(p + 16, me->rank);
-	bytes_put_be32(p + 20, me->batch_size);
-	bytes_put_be64(p + 24, me->job_hash);
-	bytes_put_be64(p + 32, me->arch_hash);
-	bytes_put_be64(p + 40, me->seed);
-	bytes_put_be64(p + 48, bytes_f64_bits(me->learning_rate));
-	bytes_put_be64(p + 56, bytes_f64_bits(me->momentum));
-	bytes_put_be32(p + 64, me->optimizer);
-	bytes_put_be32(p + 68, me->epochs);
-	bytes_put_be64(p + 72, me->steps_per_epoch);
-	bytes_put_be32(p + 80, flags);
-	bytes_put_be32(p + 84, me->collective);
-	memcpy(p + 88, nonce, HANDSHAKE_NONCE_BYTES);
+	return m >= 2;
 }
 
-/* Decodes a hello; returns its flags, or -1 if it is not one. */
-static long hello_decode(struct hello *out, const unsigned char *p)
+static uint32_t verdict_of(const struct handshake *h, int m)
 {
-	if (memcmp(p, HELLO_MAGIC, sizeof(HELLO_MAGIC)) != 0)
-		return -1;
+	return bytes_get_be32(h->wire + MSG_OFF[m]);
+}
+
+static void greeting_encode(struct handshake *h, int m)
+{
+	unsigned char *p = h->wire + MSG_OFF[m];
+
+	memcpy(p, GREETING_MAGIC, sizeof(GREETING_MAGIC));
+	bytes_put_be32(p + 8, HANDSHAKE_PROTOCOL);
+	bytes_put_be32(p + 12, keyed(h) ? FLAG_KEYED : 0);
+	memcpy(p + 16, h->nonce, HANDSHAKE_NONCE_BYTES);
+}
+
+/* What the job is, and nothing of it unless the peer proved the key. */
+static void hello_encode(unsigned char *p, const struct hello *me)
+{
+	bytes_put_be32(p, me->world);
+	bytes_put_be32(p + 4, me->rank);
+	bytes_put_be32(p + 8, me->batch_size);
+	bytes_put_be64(p + 12, me->job_hash);
+	bytes_put_be64(p + 20, me->arch_hash);
+	bytes_put_be64(p + 28, me->seed);
+	bytes_put_be64(p + 36, bytes_f64_bits(me->learning_rate));
+	bytes_put_be64(p + 44, bytes_f64_bits(me->momentum));
+	bytes_put_be32(p + 52, me->optimizer);
+	bytes_put_be32(p + 56, me->epochs);
+	bytes_put_be64(p + 60, me->steps_per_epoch);
+	bytes_put_be32(p + 68, me->collective);
+}
+
+static void hello_decode(struct hello *out, const unsigned char *p, uint32_t protocol)
+{
 	*out = (struct hello){
-	    .protocol = bytes_get_be32(p + 8),
-	    .world = bytes_get_be32(p + 12),
-	    .rank = bytes_get_be32(p + 16),
-	    .batch_size = bytes_get_be32(p + 20),
-	    .job_hash = bytes_get_be64(p + 24),
-	    .arch_hash = bytes_get_be64(p + 32),
-	    .seed = bytes_get_be64(p + 40),
-	    .learning_rate = bytes_bits_f64(bytes_get_be64(p + 48)),
-	    .momentum = bytes_bits_f64(bytes_get_be64(p + 56)),
-	    .optimizer = bytes_get_be32(p + 64),
-	    .epochs = bytes_get_be32(p + 68),
-	    .steps_per_epoch = bytes_get_be64(p + 72),
-	    .collective = bytes_get_be32(p + 84),
+	    .protocol = protocol,
+	    .world = bytes_get_be32(p),
+	    .rank = bytes_get_be32(p + 4),
+	    .batch_size = bytes_get_be32(p + 8),
+	    .job_hash = bytes_get_be64(p + 12),
+	    .arch_hash = bytes_get_be64(p + 20),
+	    .seed = bytes_get_be64(p + 28),
+	    .learning_rate = bytes_bits_f64(bytes_get_be64(p + 36)),
+	    .momentum = bytes_bits_f64(bytes_get_be64(p + 44)),
+	    .optimizer = bytes_get_be32(p + 52),
+	    .epochs = bytes_get_be32(p + 56),
+	    .steps_per_epoch = bytes_get_be64(p + 60),
+	    .collective = bytes_get_be32(p + 68),
 	};
-	return (long)bytes_get_be32(p + 80);
 }
 
 /* The MAC a side with label puts at wire + end: HMAC-SHA256 under the key
@@ -128,38 +148,57 @@ static void mac(const struct handshake *h, const char *label, size_t end,
 	EVP_MAC_free(hmac);
 }
 
-/* Writes this side's verdict into message m. */
-static void verdict_encode(struct handshake *h, int m, uint32_t status, const char *why)
+/* Seals message m, which this side sends: its MAC, or zeros without a key. */
+static void seal(struct handshake *h, int m)
 {
-	unsigned char *p = h->wire + VERDICT_AT(m);
-	size_t mac_at = VERDICT_AT(m) + 4 + HANDSHAKE_REASON_BYTES;
-
-	bytes_put_be32(p, status);
-	memset(p + 4, 0, HANDSHAKE_REASON_BYTES);
-	snprintf((char *)p + 4, HANDSHAKE_REASON_BYTES, "%s", why);
 	if (keyed(h))
-		mac(h, h->role == HANDSHAKE_CONNECT ? LABEL_CONNECT : LABEL_ACCEPT, mac_at,
-		    h->wire + mac_at);
+		mac(h, h->role == HANDSHAKE_CONNECT ? LABEL_CONNECT : LABEL_ACCEPT, MAC_AT(m),
+		    h->wire + MAC_AT(m));
 	else
-		memset(h->wire + mac_at, 0, HANDSHAKE_MAC_BYTES);
+		memset(h->wire + MAC_AT(m), 0, HANDSHAKE_MAC_BYTES);
+}
+
+/* Checks the MAC of message m, received, when both sides have a key; one
+ * that does not verify clears macs_ok for good. */
+static void check_seal(struct handshake *h, int m)
+{
+	unsigned char want[HANDSHAKE_MAC_BYTES];
+
+	if (!keyed(h) || !h->peer_keyed)
+		return;
+	mac(h, h->role == HANDSHAKE_CONNECT ? LABEL_ACCEPT : LABEL_CONNECT, MAC_AT(m), want);
+	if (CRYPTO_memcmp(want, h->wire + MAC_AT(m), HANDSHAKE_MAC_BYTES) != 0)
+		h->macs_ok = 0;
+}
+
+/* Writes this side's verdict into message m, with its hello when the peer
+ * has proved itself (own is not UNAUTHENTICATED) and m carries one, and
+ * seals it. */
+static void verdict_encode(struct handshake *h, int m)
+{
+	unsigned char *p = h->wire + MSG_OFF[m];
+
+	bytes_put_be32(p, h->own);
+	memset(p + 4, 0, HANDSHAKE_REASON_BYTES);
+	snprintf((char *)p + 4, HANDSHAKE_REASON_BYTES, "%s",
+	         h->own == VERDICT_OK ? "" : h->own_why);
+	if (m < DONE - 1) {
+		memset(h->wire + HELLO_AT(m), 0, HANDSHAKE_HELLO_BYTES);
+		if (h->own != VERDICT_UNAUTHENTICATED)
+			hello_encode(h->wire + HELLO_AT(m), &h->me);
+	}
+	seal(h, m);
 }
 
 /* Reads the peer's verdict in message m into theirs (the first refusal
- * stays) and checks its MAC. Returns -1 for a status that is no verdict. */
+ * stays). Returns -1 for a status that is no verdict. */
 static int verdict_decode(struct handshake *h, int m)
 {
-	const unsigned char *p = h->wire + VERDICT_AT(m);
-	size_t mac_at = VERDICT_AT(m) + 4 + HANDSHAKE_REASON_BYTES;
+	const unsigned char *p = h->wire + MSG_OFF[m];
 	uint32_t status = bytes_get_be32(p);
-	unsigned char want[HANDSHAKE_MAC_BYTES];
 
 	if (status >= VERDICT_CODES)
 		return -1;
-	if (keyed(h) && h->peer_keyed) {
-		mac(h, h->role == HANDSHAKE_CONNECT ? LABEL_ACCEPT : LABEL_CONNECT, mac_at, want);
-		if (CRYPTO_memcmp(want, h->wire + mac_at, HANDSHAKE_MAC_BYTES) != 0)
-			h->macs_ok = 0;
-	}
 	if (h->theirs == VERDICT_OK && status != VERDICT_OK) {
 		h->theirs = status;
 		/* A reason from the peer: printable ASCII only, in messages. */
@@ -172,8 +211,9 @@ static int verdict_decode(struct handshake *h, int m)
 	return 0;
 }
 
-/* This side's verdict on the key: before the configuration, since a
- * refusal means nothing until the peer has proved itself. */
+/* This side's verdict on the key: before the configuration, since nothing
+ * of the job is shown, and no refusal means anything, until the peer has
+ * proved itself. */
 static uint32_t key_verdict(const struct handshake *h, char *why)
 {
 	const char *w = NULL;
@@ -193,21 +233,6 @@ static uint32_t key_verdict(const struct handshake *h, char *why)
 	return VERDICT_UNAUTHENTICATED;
 }
 
-/* This side's whole verdict on the peer: the key, then the configuration. */
-static void judge(struct handshake *h)
-{
-	char why[ERR_LEN];
-
-	h->own = key_verdict(h, h->own_why);
-	if (h->own != VERDICT_OK)
-		return;
-	if (handshake_check(&h->me, &h->peer, h->want_rank, why) < 0) {
-		h->own = VERDICT_REFUSED;
-		/* The reason travels in a field of its own size. */
-		snprintf(h->own_why, sizeof(h->own_why), "%.*s", (int)sizeof(h->own_why) - 1, why);
-	}
-}
-
 /* After another MAC of the peer's: a peer that has not proved it holds
  * the key is refused for that, whatever else this side thought of it. */
 static void recheck_key(struct handshake *h)
@@ -220,10 +245,27 @@ static void recheck_key(struct handshake *h)
 	}
 }
 
+/* This side's verdict on the peer's hello in message m, which the peer
+ * sent only because this side proved itself: the configuration. */
+static void judge_hello(struct handshake *h, int m)
+{
+	char why[ERR_LEN];
+
+	if (h->own != VERDICT_OK)
+		return;
+	hello_decode(&h->peer, h->wire + HELLO_AT(m), h->peer_protocol);
+	h->have_peer = 1;
+	if (handshake_check(&h->me, &h->peer, h->want_rank, why) < 0) {
+		h->own = VERDICT_REFUSED;
+		/* The reason travels in a field of its own size. */
+		snprintf(h->own_why, sizeof(h->own_why), "%.*s", (int)sizeof(h->own_why) - 1, why);
+	}
+}
+
 static void finish(struct handshake *h, enum handshake_status status, const char *why)
 {
 	h->status = status;
-	h->msg = 4;
+	h->msg = DONE;
 	snprintf(h->why, sizeof(h->why), "%s", why);
 }
 
@@ -242,9 +284,9 @@ static enum handshake_status status_of(uint32_t verdict)
 /* The outcome once every message has moved. A peer that did not prove
  * itself is refused for that before anything else, so that its verdict is
  * never believed. Otherwise the first refusal in the order the messages
- * went is the one to report: the reply's verdict first, which is the
- * accepting side's own judgement and the first the connecting side hears,
- * as each would have said it with one message each way. */
+ * went is the one to report: the connecting side's verdict on the key
+ * first, then the accepting side's judgement of the connecting side's
+ * hello, which is the first refusal of a configuration either hears. */
 static void conclude(struct handshake *h)
 {
 	h->authenticated = keyed(h) && h->peer_keyed && h->macs_ok;
@@ -253,8 +295,8 @@ static void conclude(struct handshake *h)
 		return;
 	}
 	/* A verdict that never went (the final one, at times) reads as OK. */
-	for (int m = 1; m <= 3; m++) {
-		uint32_t v = bytes_get_be32(h->wire + VERDICT_AT(m));
+	for (int m = 2; m < DONE; m++) {
+		uint32_t v = verdict_of(h, m);
 		if (v != VERDICT_OK) {
 			h->by_peer = !sends(h, m);
 			finish(h, status_of(v), h->by_peer ? h->their_why : h->own_why);
@@ -264,70 +306,71 @@ static void conclude(struct handshake *h)
 	finish(h, HANDSHAKE_OK, "");
 }
 
-/* Decodes the peer's hello in message m. Returns -1 (finished, BAD) if it
- * is not an mwj hello. */
-static int take_hello(struct handshake *h, int m)
+/* Reads the peer's greeting in message m. Returns -1 (finished, BAD) if it
+ * is not one, or of another protocol: neither can be spoken to. */
+static int take_greeting(struct handshake *h, int m)
 {
-	long flags = hello_decode(&h->peer, h->wire + MSG_OFF[m]);
+	const unsigned char *p = h->wire + MSG_OFF[m];
+	char why[ERR_LEN];
 
-	if (flags < 0) {
+	if (memcmp(p, GREETING_MAGIC, sizeof(GREETING_MAGIC)) != 0) {
 		finish(h, HANDSHAKE_BAD, "not an mwj worker (bad greeting)");
 		return -1;
 	}
-	h->have_peer = 1;
-	h->peer_keyed = (flags & FLAG_KEYED) != 0;
+	h->peer_protocol = bytes_get_be32(p + 8);
+	if (h->peer_protocol != HANDSHAKE_PROTOCOL) {
+		snprintf(why, sizeof(why),
+		         "protocol version differs: peer %u, this worker %u (every worker of a job "
+		         "must run the same mwj-worker release)",
+		         h->peer_protocol, HANDSHAKE_PROTOCOL);
+		finish(h, HANDSHAKE_BAD, why);
+		return -1;
+	}
+	h->peer_keyed = (bytes_get_be32(p + 12) & FLAG_KEYED) != 0;
 	return 0;
 }
 
-/* Whether the final verdict goes out: only when both verdicts so far were
- * OK does the connecting side wait for it. Otherwise both already know the
- * outcome and end there, each having what it needs to believe the other:
- * the accepting side's reply and the connecting side's proof. */
-static int final_expected(const struct handshake *h)
+/* Whether the message after m goes at all: after a refusal both sides
+ * already know the outcome, each having what it needs to believe the
+ * other, and end there. */
+static int next_expected(const struct handshake *h, int m)
 {
-	return bytes_get_be32(h->wire + VERDICT_AT(1)) == VERDICT_OK &&
-	       bytes_get_be32(h->wire + VERDICT_AT(2)) == VERDICT_OK;
+	return !has_verdict(m) || (m < DONE - 1 && verdict_of(h, m) == VERDICT_OK);
 }
 
-/* Acts on message m, now whole: decodes what came, and prepares what goes
+/* Acts on message m, now whole: reads what came, and prepares what goes
  * next. */
 static void on_message(struct handshake *h, int m)
 {
 	int received = !sends(h, m);
 
-	if (received && m <= 1 && take_hello(h, m) < 0)
+	if (received && m <= 1 && take_greeting(h, m) < 0)
 		return;
-	if (received && m >= 1 && verdict_decode(h, m) < 0) {
+	if (received && m >= 1)
+		check_seal(h, m);
+	if (received && has_verdict(m) && verdict_decode(h, m) < 0) {
 		finish(h, HANDSHAKE_BAD, "bad handshake: not a verdict");
 		return;
 	}
-	switch (m) {
-	case 0: /* accepting: answer the hello with ours and a verdict */
-		if (received) {
-			judge(h);
-			hello_encode(h->wire + MSG_OFF[1], &h->me, keyed(h) ? FLAG_KEYED : 0,
-			             h->nonce);
-			verdict_encode(h, 1, h->own, h->own_why);
-		}
-		break;
-	case 1: /* connecting: our verdict, proving the key over both hellos */
-		if (received) {
-			judge(h);
-			verdict_encode(h, 2, h->own, h->own_why);
-		}
-		break;
-	case 2: /* the proof: the connecting side has proved itself now, or not */
-		if (received)
-			recheck_key(h);
-		if (!final_expected(h))
-			conclude(h);
-		else if (received)
-			verdict_encode(h, 3, h->own, h->own_why);
-		break;
-	case 3: /* the final verdict, also proved */
-		if (received)
-			recheck_key(h);
+	if (received && m >= 1)
+		recheck_key(h);
+	if (!next_expected(h, m)) {
 		conclude(h);
+		return;
+	}
+	if (!received)
+		return;
+	switch (m) {
+	case 0: /* accepting: our greeting, proving the key over both nonces */
+		greeting_encode(h, 1);
+		seal(h, 1);
+		break;
+	case 1: /* connecting: our verdict on the proof, and our hello if it held */
+	case 2: /* accepting: the same, and our verdict on the connecting hello */
+	case 3: /* connecting: our verdict on the accepting hello */
+		if (m >= 2)
+			judge_hello(h, m);
+		verdict_encode(h, m + 1);
 		break;
 	}
 }
@@ -349,12 +392,12 @@ void handshake_init(struct handshake *h, enum handshake_role role, const struct 
 		return;
 	}
 	if (role == HANDSHAKE_CONNECT)
-		hello_encode(h->wire, me, keyed(h) ? FLAG_KEYED : 0, h->nonce);
+		greeting_encode(h, 0);
 }
 
 enum handshake_io handshake_io(struct handshake *h, unsigned char **buf, size_t *len)
 {
-	if (h->msg >= 4)
+	if (h->msg >= DONE)
 		return HANDSHAKE_DONE;
 	*buf = h->wire + MSG_OFF[h->msg] + h->off;
 	*len = MSG_OFF[h->msg + 1] - MSG_OFF[h->msg] - h->off;
@@ -363,7 +406,7 @@ enum handshake_io handshake_io(struct handshake *h, unsigned char **buf, size_t 
 
 void handshake_moved(struct handshake *h, size_t n)
 {
-	if (h->msg >= 4)
+	if (h->msg >= DONE)
 		return;
 	h->off += n;
 	if (h->off < MSG_OFF[h->msg + 1] - MSG_OFF[h->msg])
@@ -376,9 +419,9 @@ void handshake_moved(struct handshake *h, size_t n)
 
 void handshake_progress(const struct handshake *h, char *out, size_t n)
 {
-	int m = h->msg < 4 ? h->msg : 3;
+	int m = h->msg < DONE ? h->msg : DONE - 1;
 
-	snprintf(out, n, "%zu of %zu bytes of the %s", h->msg < 4 ? h->off : 0,
+	snprintf(out, n, "%zu of %zu bytes of the %s", h->msg < DONE ? h->off : 0,
 	         MSG_OFF[m + 1] - MSG_OFF[m], MSG_NAME[m]);
 }
 

@@ -3,22 +3,32 @@
  * model, and, when the job has a key (job_key.h), that it holds the key.
  *
  * The worker that connects (to the next rank) and the worker that accepts
- * (from the previous rank) trade four fixed-size messages:
+ * (from the previous rank) trade five fixed-size messages:
  *
- *   connect -> accept  HELLO            what this worker runs, a fresh nonce
- *   accept -> connect  HELLO + VERDICT  the same, and its verdict on the first
- *   connect -> accept  VERDICT          its verdict on the accepting worker
- *   accept -> connect  VERDICT          the final verdict, only if both
- *                                       verdicts so far were OK
+ *   connect -> accept  GREETING             protocol, a key or not, a fresh nonce
+ *   accept -> connect  GREETING + MAC       the same, and its proof of the key
+ *   connect -> accept  VERDICT + HELLO + MAC  its verdict on the proof, its proof,
+ *                                         and what it runs, if the peer proved
+ *   accept -> connect  VERDICT + HELLO + MAC  the same from the other side
+ *   connect -> accept  VERDICT + MAC        its verdict on the peer's hello, only
+ *                                         if both verdicts so far were OK
  *
- * A verdict is a status, a reason for people, and with a key an
- * HMAC-SHA256 under that key of everything sent before it in both
- * directions, both nonces and both hellos (and so the job identity)
- * included. Each side therefore proves it holds the key over a transcript
- * the other side's fresh nonce makes new, so a recorded handshake cannot be
- * replayed, and neither side's refusal of the other is believed before the
- * refusing side has proved itself. Without a key the MACs are zero and
- * ignored. The key never travels and is never named in a reason.
+ * With a key, a MAC is an HMAC-SHA256 under that key of everything sent
+ * before it in both directions, both nonces included, and each side's
+ * MACs carry a label of their own. Each side therefore proves it holds the
+ * key over a transcript the other side's fresh nonce makes new, so a
+ * recorded handshake cannot be replayed; and nothing about the job (world
+ * size, rank, job and architecture hashes, seed, batch, epochs, learning
+ * rate...) is sent to a peer before it has proved the key: a hello goes
+ * only in a message that follows the peer's proof, and is all zeros when
+ * the proof failed. A peer's refusal is believed only once the peer has
+ * proved itself, and a refusal of the key never ends a worker. Without a
+ * key on either side the MACs are zero and ignored, and the hellos go in
+ * the clear (the ring is then not authenticated at all). The key never
+ * travels and is never named in a reason.
+ *
+ * Protocol 4; 3 sent the hello first, to anyone. A peer of another
+ * protocol is dropped at its greeting, naming both versions.
  *
  * This file is pure: no sockets, no clock. The caller moves the bytes that
  * handshake_io() asks for and reports them with handshake_moved(), so a
@@ -34,14 +44,18 @@
 #include "err.h"
 #include "job_key.h"
 
-#define HANDSHAKE_PROTOCOL      3
-#define HANDSHAKE_NONCE_BYTES   32
-#define HANDSHAKE_MAC_BYTES     32
-#define HANDSHAKE_REASON_BYTES  256
-#define HANDSHAKE_HELLO_BYTES   (88 + HANDSHAKE_NONCE_BYTES)
-#define HANDSHAKE_VERDICT_BYTES (4 + HANDSHAKE_REASON_BYTES + HANDSHAKE_MAC_BYTES)
-/* The four messages, back to back: the transcript the MACs cover. */
-#define HANDSHAKE_WIRE_BYTES (2 * HANDSHAKE_HELLO_BYTES + 3 * HANDSHAKE_VERDICT_BYTES)
+#define HANDSHAKE_PROTOCOL       4
+#define HANDSHAKE_NONCE_BYTES    32
+#define HANDSHAKE_MAC_BYTES      32
+#define HANDSHAKE_REASON_BYTES   256
+#define HANDSHAKE_GREETING_BYTES (16 + HANDSHAKE_NONCE_BYTES)
+#define HANDSHAKE_HELLO_BYTES    72
+#define HANDSHAKE_STATUS_BYTES   (4 + HANDSHAKE_REASON_BYTES)
+/* The five messages, back to back: the transcript the MACs cover. */
+#define HANDSHAKE_MESSAGES 5
+#define HANDSHAKE_WIRE_BYTES                                                                       \
+	(2 * HANDSHAKE_GREETING_BYTES + 3 * HANDSHAKE_STATUS_BYTES + 2 * HANDSHAKE_HELLO_BYTES +   \
+	 4 * HANDSHAKE_MAC_BYTES)
 
 /* What must agree across the ring. */
 struct hello {
@@ -78,14 +92,15 @@ struct handshake {
 	struct hello me;
 	const struct job_key *key; /* NULL or empty: no key */
 	uint32_t want_rank;        /* the rank the peer must be */
-	int msg;                   /* the message under way, 0 to 3; 4 when done */
+	int msg;                   /* the message under way, 0 to 4; 5 when done */
 	size_t off;                /* its bytes moved so far */
 	unsigned char nonce[HANDSHAKE_NONCE_BYTES];
 	unsigned char wire[HANDSHAKE_WIRE_BYTES];
 	uint32_t own, theirs; /* the verdicts so far, on the wire's codes */
 	char own_why[HANDSHAKE_REASON_BYTES], their_why[HANDSHAKE_REASON_BYTES];
-	int peer_keyed; /* the peer's hello says it has a key */
-	int macs_ok;    /* every MAC of the peer's so far verified */
+	uint32_t peer_protocol; /* from the peer's greeting */
+	int peer_keyed;         /* the peer's greeting says it has a key */
+	int macs_ok;            /* every MAC of the peer's so far verified */
 
 	/* The outcome, once handshake_io() returns HANDSHAKE_DONE. */
 	enum handshake_status status;
@@ -112,9 +127,9 @@ enum handshake_io handshake_io(struct handshake *h, unsigned char **buf, size_t 
  * sent or received; n must not exceed its *len. */
 void handshake_moved(struct handshake *h, size_t n);
 
-/* Names the message under way for errors ("the hello", "the reply", ...)
- * and says how many of its bytes have moved: "12 of 120 bytes of the
- * hello". Writes into out (n bytes). */
+/* Names the message under way for errors ("the greeting", "the hello",
+ * ...) and says how many of its bytes have moved: "12 of 48 bytes of the
+ * greeting". Writes into out (n bytes). */
 void handshake_progress(const struct handshake *h, char *out, size_t n);
 
 /* --- The configuration check --- */

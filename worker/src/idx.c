@@ -1,6 +1,6 @@
 /* idx.c - IDX files (the MNIST format), raw or gzip-compressed.
  *
- * Everything goes through zlib's gzread, which passes raw files through
+ * Everything goes through gzsource.h, which passes raw files through
  * unchanged, so one code path reads both forms. The header is never trusted:
  * the data buffer grows as bytes actually arrive (up to the header's capped
  * claim), so a tiny file claiming terabytes fails as truncated instead of
@@ -16,14 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "err.h"
+#include "gzsource.h"
 
-#define IDX_GZ_BUFFER    (256u * 1024u) /* zlib's input and output buffers */
-#define IDX_READ_CHUNK   (16u << 20)    /* bytes per gzread call; must fit an int */
-#define IDX_FIRST_ALLOC  (4u << 20)     /* first data allocation; doubled from there */
-#define IDX_TRAILING_CAP (1u << 20)     /* stop counting trailing bytes here */
+#define IDX_FIRST_ALLOC  (4u << 20) /* first data allocation; doubled from there */
+#define IDX_TRAILING_CAP (1u << 20) /* stop counting trailing bytes here */
 #define IDX_TYPE_UBYTE   0x08u
 #define IDX_MAX_DIMS     3
 
@@ -52,102 +50,69 @@ static const struct idx_spec labels_spec = {
     .dim_max = {IDX_MAX_COUNT},
 };
 
-/* An open file; messages name it as path + suffix. */
+/* An open file: its content, and its name for messages, path + suffix. */
 struct idx_reader {
-	gzFile gz;
-	const char *path;
-	const char *suffix; /* "" or ".gz" when the bare name did not exist */
+	struct gzsource *src;
+	char name[PATH_MAX + 8];
 };
 
-/* Opens path, or path + ".gz" if path does not exist. */
-static int reader_open(struct idx_reader *r, const char *path, char *err)
+/* Opens path, or path + ".gz" if path does not exist. O_NONBLOCK: a FIFO
+ * in its place fails to read instead of hanging. */
+static struct idx_reader *reader_open(const char *path, char *err)
 {
+	struct idx_reader *r = NULL;
+	const char *suffix = "";
 	char gzpath[PATH_MAX];
-	int fd = -1;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 
-	r->gz = NULL;
-	r->path = path;
-	r->suffix = "";
-	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT) {
 		int n = snprintf(gzpath, sizeof(gzpath), "%s.gz", path);
 
-		if (n < 0 || (size_t)n >= sizeof(gzpath))
-			return err_set(err, "'%s': %s", path, strerror(ENOENT));
-		fd = open(gzpath, O_RDONLY | O_CLOEXEC);
-		if (fd < 0 && errno == ENOENT)
-			return err_set(err, "'%s' (or '.gz'): %s", path, strerror(ENOENT));
-		r->suffix = ".gz";
+		if (n < 0 || (size_t)n >= sizeof(gzpath)) {
+			err_set(err, "'%s': %s", path, strerror(ENOENT));
+			return NULL;
+		}
+		fd = open(gzpath, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0 && errno == ENOENT) {
+			err_set(err, "'%s' (or '.gz'): %s", path, strerror(ENOENT));
+			return NULL;
+		}
+		suffix = ".gz";
 	}
-	if (fd < 0)
-		return err_set(err, "'%s%s': %s", path, r->suffix, strerror(errno));
-	r->gz = gzdopen(fd, "rb");
-	if (r->gz == NULL) {
-		close(fd);
-		return err_set(err, "'%s%s': gzdopen failed", path, r->suffix);
+	if (fd < 0) {
+		err_set(err, "'%s%s': %s", path, suffix, strerror(errno));
+		return NULL;
 	}
-	if (gzbuffer(r->gz, IDX_GZ_BUFFER) != 0) {
-		gzclose(r->gz);
-		r->gz = NULL;
-		return err_set(err, "'%s%s': gzbuffer failed", path, r->suffix);
+	r = xcalloc(1, sizeof(*r));
+	snprintf(r->name, sizeof(r->name), "%s%s", path, suffix);
+	r->src = gzsource_new(fd, r->name, err);
+	if (r->src == NULL) {
+		free(r);
+		return NULL;
 	}
-	return 0;
+	return r;
 }
 
 static void reader_close(struct idx_reader *r)
 {
-	if (r->gz != NULL)
-		gzclose(r->gz);
-	r->gz = NULL;
-}
-
-/* Reports the error zlib recorded after gzread returned -1. */
-static int reader_error(const struct idx_reader *r, char *err)
-{
-	int errnum = Z_OK;
-	const char *msg = gzerror(r->gz, &errnum);
-	const char *sep = strstr(msg, ">: ");
-
-	/* zlib prefixes the message with its own name for the file, "<fd:3>". */
-	if (strncmp(msg, "<fd:", 4) == 0 && sep != NULL)
-		msg = sep + 3;
-	if (errnum == Z_DATA_ERROR)
-		return err_set(err, "'%s%s': corrupt gzip stream: %s", r->path, r->suffix, msg);
-	return err_set(err, "'%s%s': read: %s", r->path, r->suffix, msg);
-}
-
-/* True if the input ended inside a gzip member rather than at a clean end. */
-static int reader_cut_short(const struct idx_reader *r)
-{
-	int errnum = Z_OK;
-
-	gzerror(r->gz, &errnum);
-	return errnum == Z_BUF_ERROR;
+	if (r == NULL)
+		return;
+	gzsource_free(r->src);
+	free(r);
 }
 
 /* Reads up to n bytes into buf, stopping early only at the end of the input;
  * *got says how many arrived. Returns -1 if the input is unreadable or corrupt. */
 static int reader_read(struct idx_reader *r, uint8_t *buf, size_t n, size_t *got, char *err)
 {
-	*got = 0;
-	while (*got < n) {
-		size_t want = n - *got < IDX_READ_CHUNK ? n - *got : IDX_READ_CHUNK;
-		int rc = gzread(r->gz, buf + *got, (unsigned)want);
-
-		if (rc < 0)
-			return reader_error(r, err);
-		if (rc == 0)
-			break;
-		*got += (size_t)rc;
-	}
-	return 0;
+	return gzsource_read(r->src, buf, n, got, err);
 }
 
 static int reader_truncated(const struct idx_reader *r, size_t got, size_t need, const char *what,
                             char *err)
 {
-	return err_set(err, "'%s%s': truncated%s: read %zu of %zu bytes of %s", r->path, r->suffix,
-	               reader_cut_short(r) ? " gzip stream" : "", got, need, what);
+	return err_set(err, "'%s': truncated%s: read %zu of %zu bytes of %s", r->name,
+	               gzsource_cut_short(r->src) ? " gzip stream" : "", got, need, what);
 }
 
 /* Reads exactly need bytes of data into a new buffer that grows as the bytes
@@ -170,8 +135,8 @@ static int read_data(struct idx_reader *r, size_t need, const char *what, uint8_
 				ncap = need;
 			nbuf = realloc(buf, ncap);
 			if (nbuf == NULL) {
-				err_set(err, "'%s%s': out of memory for %zu bytes of %s", r->path,
-				        r->suffix, ncap, what);
+				err_set(err, "'%s': out of memory for %zu bytes of %s", r->name,
+				        ncap, what);
 				goto out;
 			}
 			buf = nbuf;
@@ -193,29 +158,29 @@ out:
 	return rc;
 }
 
-/* After the data, the file must end, cleanly: no extra bytes, and for gzip a
- * complete trailer (zlib checks its CRC and length on the way). */
+/* After the data, the file must end, cleanly: no extra bytes, and for gzip
+ * complete members with nothing after them (gzsource.h). */
 static int expect_end(struct idx_reader *r, size_t need, const char *what, char *err)
 {
 	uint8_t scratch[16384];
 	size_t extra = 0;
 
 	while (extra <= IDX_TRAILING_CAP) {
-		int rc = gzread(r->gz, scratch, sizeof(scratch));
+		size_t got = 0;
 
-		if (rc < 0)
-			return reader_error(r, err);
-		if (rc == 0)
+		if (reader_read(r, scratch, sizeof(scratch), &got, err) != 0)
+			return -1;
+		extra += got;
+		if (got < sizeof(scratch))
 			break;
-		extra += (size_t)rc;
 	}
 	if (extra > 0)
-		return err_set(err, "'%s%s': %s%zu bytes of trailing data after %zu bytes of %s",
-		               r->path, r->suffix, extra > IDX_TRAILING_CAP ? "at least " : "",
-		               extra, need, what);
-	if (reader_cut_short(r))
-		return err_set(err, "'%s%s': truncated gzip stream: trailer missing after %s",
-		               r->path, r->suffix, what);
+		return err_set(err, "'%s': %s%zu bytes of trailing data after %zu bytes of %s",
+		               r->name, extra > IDX_TRAILING_CAP ? "at least " : "", extra, need,
+		               what);
+	if (gzsource_cut_short(r->src))
+		return err_set(err, "'%s': truncated gzip stream: trailer missing after %s",
+		               r->name, what);
 	return 0;
 }
 
@@ -248,8 +213,8 @@ static int read_header(struct idx_reader *r, const struct idx_spec *spec, uint32
 			         hdr[2]);
 		else
 			snprintf(why, sizeof(why), "%u dimensions, not %u", hdr[3], spec->ndims);
-		return err_set(err, "'%s%s': bad magic 0x%08x, expected 0x%08x (%s): %s", r->path,
-		               r->suffix, be32(hdr), expect, spec->kind, why);
+		return err_set(err, "'%s': bad magic 0x%08x, expected 0x%08x (%s): %s", r->name,
+		               be32(hdr), expect, spec->kind, why);
 	}
 	if (reader_read(r, hdr + 4, hdr_len - 4, &got_dims, err) != 0)
 		return -1;
@@ -260,63 +225,93 @@ static int read_header(struct idx_reader *r, const struct idx_spec *spec, uint32
 	for (unsigned i = 0; i < spec->ndims; i++) {
 		dims[i] = be32(hdr + 4 + 4 * (size_t)i);
 		if (dims[i] == 0 || dims[i] > spec->dim_max[i])
-			return err_set(err, "'%s%s': %s %u out of range 1..%u", r->path, r->suffix,
+			return err_set(err, "'%s': %s %u out of range 1..%u", r->name,
 			               spec->dim_name[i], dims[i], spec->dim_max[i]);
 		if (*size > SIZE_MAX / dims[i])
-			return err_set(err, "'%s%s': %s too large for this machine", r->path,
-			               r->suffix, spec->data);
+			return err_set(err, "'%s': %s too large for this machine", r->name,
+			               spec->data);
 		*size *= dims[i];
 	}
 	return 0;
 }
 
-static int idx_load(const char *path, const struct idx_spec *spec, uint32_t *dims, uint8_t **data,
-                    char *err)
+/* Opens path as spec says and reads its header into f. */
+static int idx_open(struct idx_file *f, const char *path, const struct idx_spec *spec, char *err)
 {
-	struct idx_reader r = {0};
-	size_t size = 0;
-	int rc = -1;
+	uint32_t dims[IDX_MAX_DIMS] = {0, 1, 1};
 
-	*data = NULL;
-	if (reader_open(&r, path, err) != 0)
+	memset(f, 0, sizeof(*f));
+	f->r = reader_open(path, err);
+	if (f->r == NULL)
 		return -1;
-	if (read_header(&r, spec, dims, &size, err) != 0)
-		goto out;
-	if (read_data(&r, size, spec->data, data, err) != 0)
-		goto out;
-	if (expect_end(&r, size, spec->data, err) != 0) {
+	if (read_header(f->r, spec, dims, &f->size, err) != 0) {
+		idx_close(f);
+		return -1;
+	}
+	f->count = dims[0];
+	f->rows = dims[1];
+	f->cols = dims[2];
+	f->data_name = spec->data;
+	return 0;
+}
+
+int idx_open_images(struct idx_file *f, const char *path, char *err)
+{
+	return idx_open(f, path, &images_spec, err);
+}
+
+int idx_open_labels(struct idx_file *f, const char *path, char *err)
+{
+	return idx_open(f, path, &labels_spec, err);
+}
+
+int idx_read(struct idx_file *f, uint8_t **data, char *err)
+{
+	*data = NULL;
+	if (read_data(f->r, f->size, f->data_name, data, err) != 0)
+		return -1;
+	if (expect_end(f->r, f->size, f->data_name, err) != 0) {
 		free(*data);
 		*data = NULL;
-		goto out;
+		return -1;
 	}
-	rc = 0;
-out:
-	reader_close(&r);
-	return rc;
+	return 0;
+}
+
+void idx_close(struct idx_file *f)
+{
+	reader_close(f->r);
+	f->r = NULL;
 }
 
 int idx_load_images(const char *path, struct idx_images *out, char *err)
 {
-	uint32_t dims[3] = {0};
+	struct idx_file f;
+	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (idx_load(path, &images_spec, dims, &out->pixels, err) != 0)
+	if (idx_open_images(&f, path, err) != 0)
 		return -1;
-	out->count = dims[0];
-	out->rows = dims[1];
-	out->cols = dims[2];
-	return 0;
+	rc = idx_read(&f, &out->pixels, err);
+	if (rc == 0)
+		*out = (struct idx_images){f.count, f.rows, f.cols, out->pixels};
+	idx_close(&f);
+	return rc;
 }
 
 int idx_load_labels(const char *path, struct idx_labels *out, char *err)
 {
-	uint32_t dims[1] = {0};
+	struct idx_file f;
+	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (idx_load(path, &labels_spec, dims, &out->labels, err) != 0)
+	if (idx_open_labels(&f, path, err) != 0)
 		return -1;
-	out->count = dims[0];
-	return 0;
+	rc = idx_read(&f, &out->labels, err);
+	if (rc == 0)
+		out->count = f.count;
+	idx_close(&f);
+	return rc;
 }
 
 void idx_images_release(struct idx_images *img)

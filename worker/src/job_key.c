@@ -2,13 +2,13 @@
 #include "job_key.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <openssl/crypto.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "err.h"
+#include "file_read.h"
 
 /* Reads up to n bytes, fewer only at the end of the file. */
 static ssize_t read_up_to(int fd, unsigned char *buf, size_t n)
@@ -32,24 +32,24 @@ int job_key_load(struct job_key *k, const char *path, char *err)
 {
 	/* One byte more than a key may have, to tell a long file from a full one. */
 	unsigned char buf[JOB_KEY_MAX_BYTES + 1];
+	char why[ERR_LEN];
 	struct stat st;
 	ssize_t n;
 	int fd, rc = -1;
 
 	k->len = 0;
-	/* O_NONBLOCK: a FIFO in its place must not hang the start; it has no
-	 * effect on the regular file a key is. */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	fd = file_open_regular(path, &st, why);
+	/* The operator mounts the key readable by its owner only (0400): a
+	 * container that runs as another user reads it through the group the
+	 * volume is given, which is the pod's fsGroup. */
+	if (fd < 0 && errno == EACCES)
+		return err_set(err,
+		               "job key '%s': %s: this process (uid %u, gid %u) may not read it; "
+		               "on Kubernetes, set the pod's securityContext.fsGroup so that a "
+		               "key mounted with mode 0400 is readable by a non-root user",
+		               path, strerror(EACCES), (unsigned)geteuid(), (unsigned)getegid());
 	if (fd < 0)
-		return err_set(err, "job key '%s': %s", path, strerror(errno));
-	if (fstat(fd, &st) < 0) {
-		err_set(err, "job key '%s': stat: %s", path, strerror(errno));
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		err_set(err, "job key '%s': not a regular file", path);
-		goto out;
-	}
+		return err_set(err, "job key: %s", why);
 	n = read_up_to(fd, buf, sizeof(buf));
 	if (n < 0) {
 		err_set(err, "job key '%s': read: %s", path, strerror(errno));

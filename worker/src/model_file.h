@@ -12,7 +12,9 @@
  *     16 + H   N float32 parameters in the model's layer order
  *     end - 4  u32      CRC-32C of every byte before it
  * A reader must refuse an unknown version, a length that disagrees with the
- * header, a bad CRC, or an architecture other than the one it builds.
+ * header, a bad CRC, or an architecture other than the one it builds. This
+ * one refuses anything but a regular file, and a length that disagrees
+ * with the header before it reads or allocates the parameters.
  */
 #ifndef MWJ_MODEL_FILE_H
 #define MWJ_MODEL_FILE_H
@@ -21,9 +23,8 @@
 
 #include "model.h"
 
-#define MODEL_FILE_NAME      "model.mwj"
-#define MODEL_FILE_VERSION   1
-#define MODEL_FILE_MAX_BYTES (4ull << 30)
+#define MODEL_FILE_NAME    "model.mwj"
+#define MODEL_FILE_VERSION 1
 
 /* How the model was trained, recorded in the header for people and tools. */
 struct model_file_info {

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "atomic_file.h"
 #include "backend.h"
 #include "backup.h"
 #include "comm_nccl.h"
@@ -74,10 +75,19 @@ struct run {
 	 * one read from a backup or the initial one: nothing to back up, and
 	 * pos does not yet say which world and batch it is for. */
 	int adopted;
+	const struct train_config *cfg;
+	int max_batch;  /* examples per step the host model is built for */
 	long steps;     /* per epoch */
 	double lost_at; /* when the last resync began, until a step is done after it */
-	float *x;       /* (batch, rows, cols, 1) */
-	uint8_t *y;     /* (batch) */
+	/* The recovery under way since the last step done: it has
+	 * --rendezvous-timeout in all, however often the ring forms and breaks
+	 * again before a step (deadline 0: none under way), and meets again
+	 * after a back-off that grows across it. */
+	long long recovery_deadline;
+	long long backoff;
+	int meetings; /* rings formed and synced in it */
+	float *x;     /* (batch, rows, cols, 1) */
+	uint8_t *y;   /* (batch) */
 };
 
 static void run_release(struct run *r)
@@ -94,21 +104,37 @@ static void run_release(struct run *r)
 	free(r->y);
 }
 
+/* The model is built for the training images: their header says whether
+ * it can be (an input too small, buffers too large) before the images
+ * are read. ctx is the run. */
+static int model_fits(const void *ctx, uint32_t rows, uint32_t cols, char *err)
+{
+	const struct run *r = ctx;
+	size_t nparams;
+	uint64_t hash;
+
+	return model_plan(r->cfg->model, (int)rows, (int)cols, 1, DATASET_CLASSES, r->max_batch,
+	                  &nparams, &hash, err);
+}
+
 static int run_setup(struct run *r, const struct train_config *cfg, char *err)
 {
-	if (dataset_load(&r->train, cfg->data_dir, "train", err) < 0)
+	const struct dataset_want train = {0, 0, model_fits, r};
+
+	/* On a GPU the host copy holds the state only, and no activations. */
+	r->cfg = cfg;
+	r->max_batch = r->device == DEVICE_CUDA ? 1 : cfg->batch_size;
+	if (dataset_load(&r->train, cfg->data_dir, "train", &train, err) < 0)
 		return -1;
-	if (cfg->validation_steps != 0 && dataset_load(&r->test, cfg->data_dir, "t10k", err) < 0)
+	/* Validation runs the model built for the training images. */
+	const struct dataset_want test = {r->train.rows, r->train.cols, NULL, NULL};
+	if (cfg->validation_steps != 0 &&
+	    dataset_load(&r->test, cfg->data_dir, "t10k", &test, err) < 0)
 		return -1;
-	if (r->test.n && (r->test.rows != r->train.rows || r->test.cols != r->train.cols))
-		return err_set(err, "'%s' holds %ux%u images but '%s' holds %ux%u",
-		               r->test.images_path, r->test.rows, r->test.cols,
-		               r->train.images_path, r->train.rows, r->train.cols);
 	log_info("loaded %u training examples of %ux%u from '%s'", r->train.n, r->train.rows,
 	         r->train.cols, cfg->data_dir);
-	/* On a GPU the host copy holds the state only, and no activations. */
 	r->model = model_new(cfg->model, (int)r->train.rows, (int)r->train.cols, 1, DATASET_CLASSES,
-	                     r->device == DEVICE_CUDA ? 1 : cfg->batch_size, err);
+	                     r->max_batch, err);
 	if (!r->model)
 		return -1;
 	model_init_params(r->model, cfg->seed);
@@ -151,7 +177,9 @@ static int restore(struct run *r, const struct train_config *cfg, char *err)
 	if (!cfg->backup_dir[0])
 		return 0;
 	c = run_checkpoint(r, cfg);
-	rc = backup_restore(cfg->backup_dir, &c, err);
+	rc = backup_restore(cfg->backup_dir, &c,
+	                    &(struct checkpoint_run){cfg->epochs, cfg->steps_per_epoch, r->train.n},
+	                    err);
 	if (rc <= 0) {
 		if (rc == 0)
 			log_info("no backup in '%s': training from the start", cfg->backup_dir);
@@ -418,6 +446,7 @@ static int run_epoch(struct run *r, const struct train_config *cfg, struct progr
 		if (rc < 0)
 			return rc;
 		progress_step(p, r->pos.step, (long)r->pos.global_step, &r->pos.sums);
+		r->recovery_deadline = 0;
 		if (r->lost_at > 0) {
 			log_info("first step after resynchronizing done, %.2f s after the loss",
 			         progress_now() - r->lost_at);
@@ -492,55 +521,90 @@ static int pause_unless_preempted(long long ms)
 	}
 }
 
-/* Forms the ring again and takes up the most advanced state in it, meeting
- * again after a back-off when the sync fails (a peer lost during it), until
- * deadline_ms. Returns 0; TRAIN_RETRYABLE when the deadline passes, with err
- * saying what failed last; or join_failed's code. */
-static int meet_again(struct run *r, const struct train_config *cfg, long long deadline_ms,
-                      int *from, char *err)
+/* The recovery's time is up: err, what failed last, says so. */
+static int recovery_spent(const struct run *r, const struct train_config *cfg, char *err)
 {
-	long long backoff = RESYNC_BACKOFF_FIRST_MS;
+	if (r->meetings == 0)
+		err_prefix(err, "the ring did not form again within %d s", cfg->rendezvous_timeout);
+	else
+		err_prefix(err,
+		           "no step done within %d s (--rendezvous-timeout) of losing a peer: the "
+		           "ring formed again %d time(s) and broke before a step each time; the "
+		           "last failure",
+		           cfg->rendezvous_timeout, r->meetings);
+	return TRAIN_RETRYABLE;
+}
 
+/* Waits the recovery's back-off before the next meeting, no longer than
+ * its deadline, and doubles it. Returns 0; TRAIN_PREEMPTED at a
+ * preemption notice; TRAIN_RETRYABLE, with err saying what failed last,
+ * once the deadline has passed. */
+static int wait_to_meet(struct run *r, const struct train_config *cfg, char *err)
+{
+	long long left = ms_left(r->recovery_deadline);
+	long long wait = r->backoff < left ? r->backoff : left;
+	int sig;
+
+	if (wait > 0)
+		log_warn("%s; meeting again in %lld ms", err, wait);
+	sig = pause_unless_preempted(wait);
+	if (sig) {
+		err_set(err, "stopped by signal %d while waiting to meet again", sig);
+		return TRAIN_PREEMPTED;
+	}
+	r->backoff =
+	    r->backoff * 2 < RESYNC_BACKOFF_MAX_MS ? r->backoff * 2 : RESYNC_BACKOFF_MAX_MS;
+	return ms_left(r->recovery_deadline) > 0 ? 0 : recovery_spent(r, cfg, err);
+}
+
+/* Forms the ring again and takes up the most advanced state in it, meeting
+ * again after the back-off when the sync fails (a peer lost during it),
+ * until the recovery's deadline. Returns 0; TRAIN_RETRYABLE when the
+ * deadline passes, with err saying what failed last; or join_failed's
+ * code. */
+static int meet_again(struct run *r, const struct train_config *cfg, int *from, char *err)
+{
 	for (;;) {
-		int rc = comm_rejoin(&r->comm, (int)ms_left(deadline_ms), err);
+		int rc = comm_rejoin(&r->comm, (int)ms_left(r->recovery_deadline), err);
 		/* -1 is a time-out, or a system error before one. */
-		if (rc == -1 && ms_left(deadline_ms) == 0)
-			break;
+		if (rc == -1 && ms_left(r->recovery_deadline) == 0)
+			return recovery_spent(r, cfg, err);
 		/* A set-up over the formed ring that failed is met again, as a
 		 * failed state sync is. */
 		if (rc < 0 && rc != COMM_SETUP_RETRY)
 			return join_failed(rc);
-		if (rc == 0 && sync_state(r, from, err) == 0)
+		if (rc == 0 && sync_state(r, from, err) == 0) {
+			r->meetings++;
 			return 0;
-		comm_leave(&r->comm);
-		long long wait = backoff < ms_left(deadline_ms) ? backoff : ms_left(deadline_ms);
-		if (wait > 0)
-			log_warn("%s; meeting again in %lld ms", err, wait);
-		int sig = pause_unless_preempted(wait);
-		if (sig) {
-			err_set(err, "stopped by signal %d while waiting to meet again", sig);
-			return TRAIN_PREEMPTED;
 		}
-		if (ms_left(deadline_ms) == 0)
-			break;
-		backoff = backoff * 2 < RESYNC_BACKOFF_MAX_MS ? backoff * 2 : RESYNC_BACKOFF_MAX_MS;
+		comm_leave(&r->comm);
+		rc = wait_to_meet(r, cfg, err);
+		if (rc < 0)
+			return rc;
 	}
-	err_prefix(err, "the ring did not form again within %d s", cfg->rendezvous_timeout);
-	return TRAIN_RETRYABLE;
 }
 
 /* After a lost peer: leave the broken ring at once (so that every peer
  * notices), keep the chief's newest state on disk, wait for the ring to be
- * whole again and take up the most advanced state in it, all within
- * --rendezvous-timeout. */
+ * whole again and take up the most advanced state in it. The whole
+ * recovery, from the first loss after a step done to the next step done,
+ * has --rendezvous-timeout: a peer that passes the state sync and drops in
+ * the first step, again and again, is met again after a growing back-off,
+ * and only until then. */
 static int resync(struct run *r, const struct train_config *cfg, char *err)
 {
 	double t0 = progress_now();
-	long long deadline = net_now_ms() + (long long)cfg->rendezvous_timeout * 1000;
 	int rc, from;
 
 	comm_leave(&r->comm);
-	log_warn("%s; waiting up to %d s for the ring to form again", err, cfg->rendezvous_timeout);
+	int again = r->recovery_deadline != 0;
+	if (!again) {
+		r->recovery_deadline = net_now_ms() + (long long)cfg->rendezvous_timeout * 1000;
+		r->backoff = RESYNC_BACKOFF_FIRST_MS;
+		r->meetings = 0;
+		log_warn("%s; waiting up to %d s for the ring to form again", err,
+		         cfg->rendezvous_timeout);
+	}
 	/* The failed step's update was not applied: the backend's state is
 	 * that of r->pos, which the backup and the state sync take up. */
 	backend_pull(r->backend);
@@ -550,7 +614,11 @@ static int resync(struct run *r, const struct train_config *cfg, char *err)
 		take_backup(r, cfg);
 		backup_wait(r->backup);
 	}
-	rc = meet_again(r, cfg, deadline, &from, err);
+	/* The ring formed again and broke before a step was done: the state
+	 * it handed over is on disk now; meet again after the back-off. */
+	rc = again ? wait_to_meet(r, cfg, err) : 0;
+	if (rc == 0)
+		rc = meet_again(r, cfg, &from, err);
 	if (rc < 0)
 		return rc;
 	adopt_position(r, cfg);
@@ -602,6 +670,21 @@ static int finish(struct run *r, const struct train_config *cfg, char *err)
 	return 0;
 }
 
+/* The chief writes the model and the backups: a folder it cannot write is
+ * found now, before the training that would be lost with it (exit 1). */
+static int check_outputs(const struct train_config *cfg, char *err)
+{
+	const char *const flags[] = {"--model-dir", "--backup-dir"};
+	const char *const dirs[] = {cfg->model_dir, cfg->backup_dir};
+
+	if (cfg->cluster && cfg->cluster->rank != 0)
+		return 0;
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		if (dirs[i][0] && dir_check_writable(dirs[i], err) < 0)
+			return err_prefix(err, "%s '%s' cannot be written", flags[i], dirs[i]);
+	return 0;
+}
+
 int trainer_fit(const struct train_config *cfg, FILE *out, struct train_result *result, char *err)
 {
 	struct run r = {0};
@@ -610,8 +693,8 @@ int trainer_fit(const struct train_config *cfg, FILE *out, struct train_result *
 
 	if (parallel_init(cfg->threads, err) < 0)
 		goto out;
-	if (resolve_device(&r, cfg, err) < 0 || run_setup(&r, cfg, err) < 0 ||
-	    restore(&r, cfg, err) < 0)
+	if (check_outputs(cfg, err) < 0 || resolve_device(&r, cfg, err) < 0 ||
+	    run_setup(&r, cfg, err) < 0 || restore(&r, cfg, err) < 0)
 		goto out;
 	rc = run_connect(&r, cfg, err);
 	if (rc < 0)

@@ -25,4 +25,13 @@ struct strangers *strangers_start(const int *ports, int nports, int idle, int ga
  * listened). Accepts NULL (returns 0). */
 long strangers_stop(struct strangers *s);
 
+/* A stranger that speaks first, as a connecting worker does: connects to
+ * 127.0.0.1 at port, sends the len bytes at first and then junk bytes for
+ * whatever the worker reads next (never a valid proof of a key), and
+ * keeps what the worker sends back in got (cap bytes at most), until the
+ * worker hangs up or ms have passed. Returns how many bytes it was told,
+ * or -1 if it could not connect. */
+long strangers_listen_in(int port, const void *first, size_t len, unsigned char *got, size_t cap,
+                         int ms);
+
 #endif

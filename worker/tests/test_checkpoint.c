@@ -465,6 +465,46 @@ static void test_a_file_that_is_no_backup_is_corrupt(void **state)
 	testutil_assert_contains(fx->err, path);
 }
 
+/* A backup far longer than its header says (sparse, 512 MiB) is damaged
+ * by its size alone: refused without being read, let alone held. */
+static void test_a_backup_longer_than_its_header_says_is_corrupt_without_being_read(void **state)
+{
+	struct fixture *fx = *state;
+	struct checkpoint got;
+	char path[PATH_MAX];
+	size_t len;
+	unsigned char *good = saved_sample(fx, 9, path, &len);
+	long long read0 = testutil_bytes_read(), rss0 = testutil_peak_rss();
+
+	free(good);
+	assert_int_equal(truncate(path, 512ll << 20), 0);
+	assert_int_equal(load(fx, 9, &got), CHECKPOINT_CORRUPT);
+	print_message("    %s\n", fx->err);
+	testutil_assert_contains(fx->err, path);
+	testutil_assert_contains(fx->err,
+	                         "536870912 bytes, but its header describes 1000 parameters");
+	assert_true(testutil_bytes_read() - read0 < (1 << 20));
+	assert_true(testutil_peak_rss() - rss0 < (64ll << 20));
+}
+
+/* A device or FIFO under a backup's name is damage, found at once. */
+static void test_a_backup_that_is_not_a_regular_file_is_corrupt(void **state)
+{
+	struct fixture *fx = *state;
+	struct checkpoint got;
+	char path[PATH_MAX];
+
+	path_of(fx, 9, path);
+	assert_int_equal(symlink("/dev/zero", path), 0);
+	assert_int_equal(load(fx, 9, &got), CHECKPOINT_CORRUPT);
+	testutil_assert_contains(fx->err, path);
+	testutil_assert_contains(fx->err, "not a regular file");
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(load(fx, 9, &got), CHECKPOINT_CORRUPT);
+	testutil_assert_contains(fx->err, "not a regular file");
+}
+
 /* --- Backups of something else --- */
 
 /* Loads step 9 as a run described by edit of want(). */
@@ -557,7 +597,7 @@ static void test_a_backup_of_a_bigger_model_is_incompatible_not_damaged(void **s
 	b[len - 100] ^= 1;
 	testutil_write_file(path, b, len - 1);
 	assert_int_equal(load(fx, 9, &got), CHECKPOINT_CORRUPT);
-	testutil_assert_contains(fx->err, "checksum mismatch");
+	testutil_assert_contains(fx->err, "truncated");
 	bytes_put_le32(b + 8, 2);
 	fix_crc(b, len);
 	testutil_write_file(path, b, len);
@@ -745,6 +785,150 @@ static void test_a_sound_file_with_a_hostile_header_framing_is_corrupt(void **st
 	testutil_assert_contains(fx->err, "header: invalid JSON");
 }
 
+/* --- Positions a run can take up --- */
+
+/* The run the cases below are checked against: 3 epochs of 20 steps. */
+static const struct checkpoint_run RUN_20 = {3, 20, 60000};
+/* The same with one pass an epoch: 938 steps at 1 worker x 64. */
+static const struct checkpoint_run RUN_PASS = {3, 0, 60000};
+
+/* A backup of step 5 of epoch 2 (0-based 1) of 20-step epochs, 1 x 64. */
+static struct train_position sound_position(void)
+{
+	return (struct train_position){.epoch = 1,
+	                               .step = 5,
+	                               .global_step = 25,
+	                               .examples = 25 * 64,
+	                               .world = 1,
+	                               .batch_size = 64,
+	                               .sums = {5 * 64 * 0.7, 200, 5 * 64}};
+}
+
+static void far_step(struct train_position *p)
+{
+	p->step = 100000;
+	p->global_step = 100020;
+	p->examples = 100020ull * 64;
+	p->sums.count = 100000.0 * 64;
+}
+static void step_beyond_all_steps(struct train_position *p)
+{
+	p->step = 30;
+}
+static void epochs_beyond_all_steps(struct train_position *p)
+{
+	p->epoch = 21;
+}
+static void epoch_past_the_run(struct train_position *p)
+{
+	p->epoch = 4;
+	p->global_step = 85;
+	p->examples = 85 * 64;
+}
+static void finished_run_with_steps(struct train_position *p)
+{
+	p->epoch = 3;
+	p->global_step = 65;
+	p->examples = 65 * 64;
+}
+static void no_examples(struct train_position *p)
+{
+	p->examples = 0;
+}
+static void examples_without_steps(struct train_position *p)
+{
+	*p = (struct train_position){.examples = 64, .world = 1, .batch_size = 64};
+}
+static void too_many_examples(struct train_position *p)
+{
+	p->examples = UINT64_MAX;
+}
+static void sums_of_no_steps(struct train_position *p)
+{
+	p->sums.count = 0;
+	p->sums.correct = 0;
+}
+static void more_right_than_seen(struct train_position *p)
+{
+	p->sums.correct = 321;
+}
+static void a_nan_loss(struct train_position *p)
+{
+	p->sums.loss_sum = nan("");
+}
+static void a_negative_loss(struct train_position *p)
+{
+	p->sums.loss_sum = -1;
+}
+static void sums_at_step_0(struct train_position *p)
+{
+	p->step = 0;
+}
+static void past_the_data_set(struct train_position *p)
+{
+	p->epoch = 0;
+	p->step = 939;
+	p->global_step = 939;
+	p->examples = 939 * 64;
+	p->sums.count = 939 * 64;
+}
+
+struct position_case {
+	void (*edit)(struct train_position *p);
+	const struct checkpoint_run *run;
+	const char *says; /* NULL: the position is sound */
+};
+
+static const struct position_case POSITION_CASES[] = {
+    {NULL, &RUN_20, NULL},
+    {NULL, &RUN_PASS, NULL},
+    {far_step, &RUN_20,
+     "step 100000 of epoch 2, past the 20 steps of an epoch "
+     "(--steps-per-epoch 20)"},
+    {step_beyond_all_steps, &RUN_20, "step 30 of an epoch, more than the 25 steps it took"},
+    {epochs_beyond_all_steps, &RUN_20, "past 21 whole epoch(s) and 5 step(s) of another"},
+    {epoch_past_the_run, &RUN_20,
+     "at epoch 5, step 5, past the 3 epoch(s) of this run "
+     "(--epochs 5 or more"},
+    {finished_run_with_steps, &RUN_20, "at epoch 4, step 5, past the 3 epoch(s)"},
+    {no_examples, &RUN_20, "25 steps cannot have taken 0 examples"},
+    {examples_without_steps, &RUN_20, "0 steps cannot have taken 64 examples"},
+    {too_many_examples, &RUN_20, "cannot have taken 18446744073709551615 examples"},
+    {sums_of_no_steps, &RUN_20, "running sums"},
+    {more_right_than_seen, &RUN_20, "321 right of 320 examples"},
+    {a_nan_loss, &RUN_20, "running sums (loss nan"},
+    {a_negative_loss, &RUN_20, "running sums (loss -1"},
+    {sums_at_step_0, &RUN_20, "do not fit its 0 step(s)"},
+    {past_the_data_set, &RUN_PASS,
+     "step 939 of epoch 1, but an epoch of 1 worker(s) at batch "
+     "64 is 938 steps over the 60000 examples"},
+    {past_the_data_set, &RUN_20, "past the 20 steps of an epoch"},
+};
+
+static void test_a_position_no_run_could_reach_is_refused_saying_why(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(POSITION_CASES) / sizeof(POSITION_CASES[0]); i++) {
+		const struct position_case *pc = &POSITION_CASES[i];
+		struct train_position p = sound_position();
+		char err[ERR_LEN] = "";
+		if (pc->edit)
+			pc->edit(&p);
+		int rc = checkpoint_check_position(&p, pc->run, err);
+		if (pc->says == NULL && rc != 0)
+			fail_msg("case %zu: refused: %s", i, err);
+		if (pc->says != NULL && (rc != -1 || strstr(err, pc->says) == NULL))
+			fail_msg("case %zu: rc %d, '%s' does not say '%s'", i, rc, err, pc->says);
+	}
+	/* A fresh start and a finished run's last backup are positions too. */
+	struct train_position start = {.world = 1, .batch_size = 64};
+	struct train_position done = {
+	    .epoch = 3, .global_step = 60, .examples = 3840, .world = 1, .batch_size = 64};
+	char err[ERR_LEN];
+	assert_int_equal(checkpoint_check_position(&start, &RUN_20, err), 0);
+	assert_int_equal(checkpoint_check_position(&done, &RUN_20, err), 0);
+}
+
 /* --- Failing writes --- */
 
 /* The disk fills up (a file-size limit makes write fail with EFBIG for
@@ -810,11 +994,14 @@ int main(void)
 	    TEST(test_a_damaged_byte_anywhere_is_a_corrupt_backup),
 	    TEST(test_a_truncated_backup_is_corrupt),
 	    TEST(test_a_file_that_is_no_backup_is_corrupt),
+	    TEST(test_a_backup_longer_than_its_header_says_is_corrupt_without_being_read),
+	    TEST(test_a_backup_that_is_not_a_regular_file_is_corrupt),
 	    TEST(test_a_backup_of_another_model_or_optimizer_is_incompatible),
 	    TEST(test_a_backup_of_a_bigger_model_is_incompatible_not_damaged),
 	    TEST(test_a_newer_format_version_is_incompatible),
 	    TEST(test_a_sound_file_with_a_hostile_header_field_is_corrupt),
 	    TEST(test_a_sound_file_with_a_hostile_header_framing_is_corrupt),
+	    cmocka_unit_test(test_a_position_no_run_could_reach_is_refused_saying_why),
 	    TEST(test_a_failing_write_leaves_the_previous_backup_intact),
 	};
 

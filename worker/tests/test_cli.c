@@ -47,8 +47,9 @@ static const char *worker_bin;
 struct fixture {
 	char dir[TESTUTIL_TMPDIR_LEN]; /* first, for testutil_fixture_setup() */
 	char path[PATH_MAX];
-	int status; /* exit status of the last run; 128 + signal if killed */
-	char *out;  /* its stdout and stderr, NUL-terminated */
+	int status;         /* exit status of the last run; 128 + signal if killed */
+	long long peak_rss; /* its peak resident memory, in bytes */
+	char *out;          /* its stdout and stderr, NUL-terminated */
 	char *err;
 };
 
@@ -88,7 +89,7 @@ static void run_env(struct fixture *fx, const char *const *extra_env, int timeou
 	snprintf(out_path, sizeof(out_path), "%s/.stdout", fx->dir);
 	snprintf(err_path, sizeof(err_path), "%s/.stderr", fx->dir);
 	pid = testutil_spawn(worker_bin, args, extra_env, out_path, err_path);
-	fx->status = testutil_wait(pid, testutil_now() + timeout);
+	fx->status = testutil_wait_peak(pid, testutil_now() + timeout, &fx->peak_rss);
 	if (fx->status < 0) {
 		testutil_kill(pid);
 		fail_msg("'%s %s' did not finish in %d s", worker_bin, args[0] ? args[0] : "",
@@ -378,6 +379,68 @@ static void test_a_bad_job_key_file_exits_1_naming_it(void **state)
 	assert_null(strstr(fx->err, "0123456789"));
 }
 
+/* A folder the chief cannot write is found at start, not after the last
+ * step: exit 1 at once, naming the flag, the folder and why, with no
+ * progress printed (nothing was trained that would be lost). */
+static void test_an_output_folder_that_cannot_be_written_exits_1_before_training(void **state)
+{
+	struct fixture *fx = *state;
+	char bad[PATH_MAX + 8], want[PATH_MAX + 80], env[PATH_MAX + 40];
+	static const char *const flags[] = {"--model-dir", "--backup-dir"};
+
+	/* Under a regular file, as "--model-dir /etc/passwd/sub" is. */
+	testutil_write_file(tmp_path(fx, "file"), "x", 1);
+	snprintf(bad, sizeof(bad), "%s/sub", fx->path);
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+		RUN(fx, QUICK_SECONDS, "train", flags[i], bad, "--steps-per-epoch", "2",
+		    "--threads", "1", "--data-dir", testutil_data_dir());
+		assert_status(fx, 1);
+		snprintf(want, sizeof(want), "%s '%s' cannot be written", flags[i], bad);
+		testutil_assert_contains(fx->err, want);
+		testutil_assert_contains(fx->err, "Not a directory");
+		assert_string_equal(fx->out, "");
+	}
+	/* The operator's variable is checked the same way. */
+	snprintf(env, sizeof(env), "MWJ_MODEL_DIR=%s", bad);
+	RUN_ENV(fx, env, QUICK_SECONDS, "train", "--steps-per-epoch", "2", "--threads", "1",
+	        "--data-dir", testutil_data_dir());
+	assert_status(fx, 1);
+	snprintf(want, sizeof(want), "--model-dir '%s' cannot be written", bad);
+	testutil_assert_contains(fx->err, want);
+	assert_string_equal(fx->out, "");
+}
+
+/* A cluster file (MWJ_TF_CONFIG_FILE) that TF_CONFIG contradicts stops the
+ * worker at start, naming both; one too large to be a ConfigMap's too. */
+static void test_a_cluster_file_that_disagrees_with_tf_config_exits_1_naming_both(void **state)
+{
+	struct fixture *fx = *state;
+	static const char cluster[] =
+	    "{\"cluster\":{\"worker\":[\"127.0.0.1:1\",\"127.0.0.1:2\"]}}";
+	char file_env[PATH_MAX + 32], want[PATH_MAX + 64];
+	static char big[(4u << 20) + 1];
+
+	testutil_write_file(tmp_path(fx, "tf-config.json"), cluster, strlen(cluster));
+	snprintf(file_env, sizeof(file_env), "MWJ_TF_CONFIG_FILE=%s", fx->path);
+	snprintf(want, sizeof(want), "TF_CONFIG and MWJ_TF_CONFIG_FILE '%s' disagree", fx->path);
+	run_env(fx,
+	        (const char *const[]){file_env, "MWJ_WORKER_INDEX=1",
+	                              "TF_CONFIG={\"cluster\":{\"worker\":[\"127.0.0.1:1\","
+	                              "\"127.0.0.1:3\"]},\"task\":{\"type\":\"worker\","
+	                              "\"index\":1}}",
+	                              NULL},
+	        QUICK_SECONDS, (const char *const[]){"train", "--threads", "1", NULL});
+	assert_usage_error(fx, want, "'cluster.worker[1]' is '127.0.0.1:3' in TF_CONFIG");
+
+	memset(big, ' ', sizeof(big));
+	memcpy(big, cluster, sizeof(cluster) - 1); /* without its NUL: blanks follow */
+	testutil_write_file(tmp_path(fx, "big.json"), big, sizeof(big));
+	snprintf(file_env, sizeof(file_env), "MWJ_TF_CONFIG_FILE=%s", fx->path);
+	run_env(fx, (const char *const[]){file_env, "MWJ_WORKER_INDEX=0", NULL}, QUICK_SECONDS,
+	        (const char *const[]){"train", "--threads", "1", NULL});
+	assert_usage_error(fx, "MWJ_TF_CONFIG_FILE '", "more than the limit of 4194304");
+}
+
 static void test_a_missing_data_dir_names_the_missing_file(void **state)
 {
 	struct fixture *fx = *state;
@@ -402,6 +465,10 @@ static void test_a_truncated_data_file_is_named(void **state)
 	                                      0, 0, 0, 28, 0, 0, 0,    28};
 	char want[PATH_MAX];
 
+	static unsigned char labels[8 + 60000] = {0, 0, 8, 1, 0, 0, 0xea, 0x60};
+
+	/* The labels agree with the images' header: only the pixels are short. */
+	testutil_write_file(tmp_path(fx, "train-labels-idx1-ubyte"), labels, sizeof(labels));
 	testutil_write_file(tmp_path(fx, "train-images-idx3-ubyte"), file, sizeof(file));
 	snprintf(want, sizeof(want), "%s", fx->path);
 
@@ -410,6 +477,44 @@ static void test_a_truncated_data_file_is_named(void **state)
 	testutil_assert_contains(fx->err, want);
 	testutil_assert_contains(fx->err, "truncated");
 	assert_string_equal(fx->out, "");
+}
+
+/* What the headers of the data say is checked before the data are read:
+ * test images of 64x64 for a model of 28x28, or more training images than
+ * labels, stop the worker with exit 1 while it holds little memory, not
+ * after it has inflated the 800 MiB the files would take. */
+static void test_data_of_the_wrong_shape_or_count_is_refused_before_it_is_inflated(void **state)
+{
+	struct fixture *fx = *state;
+	static const struct model_file_info info = {"sgd", 0.001, 64, 1, 1, 10, 42};
+	char model_dir[PATH_MAX], data_dir[PATH_MAX], err[ERR_LEN];
+	const long long limit = 256ll << 20;
+	struct model *m = model_new("cnn", 28, 28, 1, 10, 1, err);
+
+	assert_non_null(m);
+	model_init_params(m, 1);
+	snprintf(model_dir, sizeof(model_dir), "%s/model", fx->dir);
+	snprintf(data_dir, sizeof(data_dir), "%s/data", fx->dir);
+	assert_int_equal(model_file_save(model_dir, m, &info, err), 0);
+	model_free(m);
+	assert_int_equal(mkdir(data_dir, 0700), 0);
+	testutil_write_big_split(data_dir, "t10k", 200000, 64, 200000);
+	RUN(fx, QUICK_SECONDS, "evaluate", "--model-dir", model_dir, "--data-dir", data_dir,
+	    "--threads", "1");
+	assert_status(fx, 1);
+	if (fx->peak_rss > limit)
+		fail_msg("evaluate took %lld MB to refuse the test images", fx->peak_rss >> 20);
+	testutil_assert_contains(fx->err, "t10k-images-idx3-ubyte' holds 64x64 images, but the "
+	                                  "model takes 28x28");
+	assert_string_equal(fx->out, "");
+
+	testutil_write_big_split(data_dir, "train", 200000, 64, 60000);
+	RUN(fx, QUICK_SECONDS, "train", "--data-dir", data_dir, "--threads", "1");
+	assert_status(fx, 1);
+	if (fx->peak_rss > limit)
+		fail_msg("train took %lld MB to refuse the training images", fx->peak_rss >> 20);
+	testutil_assert_contains(fx->err, "train-images-idx3-ubyte' holds 200000 images but");
+	testutil_assert_contains(fx->err, "holds 60000 labels");
 }
 
 /* "3/3 [====...] - 0s 12ms/step - loss: ... - val_accuracy: ...", whole. */
@@ -668,8 +773,11 @@ int main(void)
 	    TEST(test_bad_flag_values_are_refused_naming_flag_and_value),
 	    TEST(test_bad_environment_is_refused_naming_the_variable),
 	    TEST(test_a_bad_job_key_file_exits_1_naming_it),
+	    TEST(test_an_output_folder_that_cannot_be_written_exits_1_before_training),
+	    TEST(test_a_cluster_file_that_disagrees_with_tf_config_exits_1_naming_both),
 	    TEST(test_a_missing_data_dir_names_the_missing_file),
 	    TEST(test_a_truncated_data_file_is_named),
+	    TEST(test_data_of_the_wrong_shape_or_count_is_refused_before_it_is_inflated),
 	    TEST(test_train_prints_keras_progress_and_saves_a_model_that_evaluates),
 	    TEST(test_json_log_format_prints_only_json_objects),
 	    TEST(test_log_format_comes_from_the_environment_unless_a_flag_overrides_it),

@@ -258,7 +258,7 @@ static void test_load_reads_the_real_fashion_mnist_splits(void **state)
 	uint64_t sum = 0;
 
 	(void)state;
-	if (dataset_load(&train, testutil_data_dir(), "train", err) < 0)
+	if (dataset_load(&train, testutil_data_dir(), "train", NULL, err) < 0)
 		fail_msg("%s", err);
 	assert_int_equal(train.n, 60000);
 	assert_int_equal(train.rows, 28);
@@ -276,7 +276,7 @@ static void test_load_reads_the_real_fashion_mnist_splits(void **state)
 	assert_null(train.labels);
 	assert_int_equal(train.n, 0);
 
-	if (dataset_load(&test, testutil_data_dir(), "t10k", err) < 0)
+	if (dataset_load(&test, testutil_data_dir(), "t10k", NULL, err) < 0)
 		fail_msg("%s", err);
 	assert_int_equal(test.n, 10000);
 	assert_int_equal(test.rows, 28);
@@ -331,7 +331,7 @@ static void test_load_reads_a_small_split_it_wrote(void **state)
 	struct dataset ds;
 
 	write_split(fx, 3, labels, 3);
-	if (dataset_load(&ds, fx->dir, "train", fx->err) < 0)
+	if (dataset_load(&ds, fx->dir, "train", NULL, fx->err) < 0)
 		fail_msg("%s", fx->err);
 	assert_int_equal(ds.n, 3);
 	assert_int_equal(ds.rows, 4);
@@ -348,7 +348,7 @@ static void test_load_refuses_image_and_label_counts_that_disagree(void **state)
 	struct dataset ds;
 
 	write_split(fx, 3, labels, 2);
-	assert_int_equal(dataset_load(&ds, fx->dir, "train", fx->err), -1);
+	assert_int_equal(dataset_load(&ds, fx->dir, "train", NULL, fx->err), -1);
 	testutil_assert_contains(fx->err, fx->images);
 	testutil_assert_contains(fx->err, fx->labels);
 	testutil_assert_contains(fx->err, "3 images");
@@ -365,7 +365,7 @@ static void test_load_refuses_a_label_that_is_not_a_class(void **state)
 	struct dataset ds;
 
 	write_split(fx, 4, labels, 4);
-	assert_int_equal(dataset_load(&ds, fx->dir, "train", fx->err), -1);
+	assert_int_equal(dataset_load(&ds, fx->dir, "train", NULL, fx->err), -1);
 	testutil_assert_contains(fx->err, fx->labels);
 	testutil_assert_contains(fx->err, "label 10 of example 2");
 	assert_null(ds.images);
@@ -374,7 +374,7 @@ static void test_load_refuses_a_label_that_is_not_a_class(void **state)
 	/* The largest byte value, at the last example. */
 	const uint8_t last[4] = {0, 1, 2, 255};
 	write_split(fx, 4, last, 4);
-	assert_int_equal(dataset_load(&ds, fx->dir, "train", fx->err), -1);
+	assert_int_equal(dataset_load(&ds, fx->dir, "train", NULL, fx->err), -1);
 	testutil_assert_contains(fx->err, fx->labels);
 	testutil_assert_contains(fx->err, "label 255 of example 3");
 }
@@ -385,14 +385,65 @@ static void test_load_names_the_missing_file(void **state)
 	const uint8_t labels[1] = {0};
 	struct dataset ds;
 
-	assert_int_equal(dataset_load(&ds, fx->dir, "train", fx->err), -1);
+	assert_int_equal(dataset_load(&ds, fx->dir, "train", NULL, fx->err), -1);
 	testutil_assert_contains(fx->err, fx->images);
 
 	write_split(fx, 1, labels, 1);
 	unlink(fx->labels);
-	assert_int_equal(dataset_load(&ds, fx->dir, "train", fx->err), -1);
+	assert_int_equal(dataset_load(&ds, fx->dir, "train", NULL, fx->err), -1);
 	testutil_assert_contains(fx->err, fx->labels);
 	assert_null(ds.images);
+}
+
+/* Refuses the split with want, having inflated its header alone (the rest
+ * is 800 MiB), saying says. */
+static void assert_refused_from_the_header(struct fixture *fx, const struct dataset_want *want,
+                                           const char *says)
+{
+	struct dataset ds;
+	long long rss0 = testutil_peak_rss();
+
+	assert_int_equal(dataset_load(&ds, fx->dir, "train", want, fx->err), -1);
+	print_message("    %s\n", fx->err);
+	testutil_assert_contains(fx->err, fx->images);
+	testutil_assert_contains(fx->err, says);
+	assert_null(ds.images);
+	assert_true(testutil_peak_rss() - rss0 < (32ll << 20));
+}
+
+static void test_load_refuses_another_shape_than_the_model_s_from_the_header(void **state)
+{
+	struct fixture *fx = *state;
+	const struct dataset_want model = {28, 28, NULL, NULL};
+
+	testutil_write_big_split(fx->dir, "train", 200000, 64, 200000);
+	assert_refused_from_the_header(fx, &model, "holds 64x64 images, but the model takes 28x28");
+}
+
+static void test_load_refuses_counts_that_disagree_from_the_headers(void **state)
+{
+	struct fixture *fx = *state;
+
+	testutil_write_big_split(fx->dir, "train", 200000, 64, 60000);
+	assert_refused_from_the_header(fx, NULL, "holds 200000 images but");
+	testutil_assert_contains(fx->err, "holds 60000 labels");
+}
+
+/* What a model built for the images would make of their shape. */
+static int too_big_for_the_model(const void *ctx, uint32_t rows, uint32_t cols, char *err)
+{
+	(void)ctx;
+	return err_set(err, "a model of %ux%u inputs would not fit", rows, cols);
+}
+
+static void test_load_asks_whether_the_shape_fits_before_reading(void **state)
+{
+	struct fixture *fx = *state;
+	const struct dataset_want model = {0, 0, too_big_for_the_model, NULL};
+
+	testutil_write_big_split(fx->dir, "train", 200000, 64, 200000);
+	assert_refused_from_the_header(fx, &model,
+	                               "holds 64x64 images: a model of 64x64 inputs would not fit");
 }
 
 #define TEST(f) cmocka_unit_test_setup_teardown(f, setup, testutil_fixture_teardown)
@@ -413,6 +464,9 @@ int main(void)
 	    TEST(test_load_refuses_image_and_label_counts_that_disagree),
 	    TEST(test_load_refuses_a_label_that_is_not_a_class),
 	    TEST(test_load_names_the_missing_file),
+	    TEST(test_load_refuses_another_shape_than_the_model_s_from_the_header),
+	    TEST(test_load_refuses_counts_that_disagree_from_the_headers),
+	    TEST(test_load_asks_whether_the_shape_fits_before_reading),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

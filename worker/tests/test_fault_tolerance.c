@@ -30,6 +30,8 @@
 #include "checkpoint.h"
 #include "digest.h"
 #include "err.h"
+#include "model.h"
+#include "optimizer.h"
 #include "parse.h"
 #include "strangers.h"
 #include "testutil.h"
@@ -645,6 +647,65 @@ static void test_a_backup_of_another_model_exits_1_saying_so(void **state)
 	assert_int_equal(count_files(fx->backup_dir), 1);
 }
 
+/* Rewrites the backup of step from (of the runs configure() sets up: cnn-pool,
+ * SGD) as one of the position pos, as an edited file or a buggy writer
+ * would leave it, with a sound checksum. */
+static void rewrite_position(struct fixture *fx, uint64_t from, const struct train_position *pos)
+{
+	char path[PATH_MAX], err[ERR_LEN];
+	struct checkpoint c = {.model = "cnn-pool", .optimizer = OPT_SGD};
+
+	assert_int_equal(model_plan("cnn-pool", 28, 28, 1, 10, 16, &c.nparams, &c.arch_hash, err),
+	                 0);
+	c.params = calloc(c.nparams, sizeof(float));
+	assert_non_null(c.params);
+	assert_int_equal(checkpoint_path(fx->backup_dir, from, path, sizeof(path)), 0);
+	if (checkpoint_load(path, &c, err) != 0)
+		fail_msg("%s", err);
+	c.pos = *pos;
+	if (checkpoint_save(fx->backup_dir, &c, err) != 0)
+		fail_msg("%s", err);
+	free(c.params);
+}
+
+/* A backup at a step far past its 20-step epochs, with a sound checksum,
+ * is refused: exit 1 (no restart makes it fit), saying what is wrong,
+ * before anything is trained, and every backup is left where it was.
+ * Restored, it used to report a loss of 0 and its backups were deleted. */
+static void test_a_backup_past_the_end_of_its_epochs_exits_1_and_stays(void **state)
+{
+	struct fixture *fx = *state;
+	const struct train_position far = {.epoch = 0,
+	                                   .step = 100000,
+	                                   .global_step = 100000,
+	                                   .examples = 1600000,
+	                                   .world = 1,
+	                                   .batch_size = 16,
+	                                   .sums = {230000.0, 1200000.0, 1600000.0}};
+
+	configure(fx, 1,
+	          ARGS("--steps-per-epoch", "20", "--save-freq", "5", "--backup-dir",
+	               fx->backup_dir, "--keep-backups"));
+	supervise(fx, NULL, NULL, 0, 0, 0);
+	rewrite_position(fx, 20, &far);
+	assert_int_equal(count_files(fx->backup_dir), 2);
+	configure(fx, 1,
+	          ARGS("--epochs", "2", "--steps-per-epoch", "20", "--save-freq", "5",
+	               "--backup-dir", fx->backup_dir));
+	char *log = run_to_exit_1(fx);
+	testutil_assert_matches(log, "backup-000000100000\\.mwjb' cannot be resumed: it is at "
+	                             "step 100000 of epoch 1, past the 20 steps of an epoch "
+	                             "\\(--steps-per-epoch 20\\); it is left as it is");
+	free(log);
+	char *out = output(fx, 0, "out");
+	assert_string_equal(out, "");
+	free(out);
+	assert_int_equal(count_files(fx->backup_dir), 2);
+	char path[PATH_MAX];
+	assert_int_equal(checkpoint_path(fx->backup_dir, 100000, path, sizeof(path)), 0);
+	assert_int_equal(access(path, F_OK), 0);
+}
+
 /* A backup written by two workers, resumed by one: the run goes on from the
  * step with the data re-sharded, and says that it is no exact replay. */
 static void test_a_backup_from_another_world_size_resumes_and_says_so(void **state)
@@ -683,6 +744,7 @@ int main(void)
 	    TEST(test_a_directory_of_only_damaged_backups_exits_1),
 	    TEST(test_sigterm_while_waiting_for_peers_exits_143_at_once),
 	    TEST(test_a_backup_of_another_model_exits_1_saying_so),
+	    TEST(test_a_backup_past_the_end_of_its_epochs_exits_1_and_stays),
 	    TEST(test_a_backup_from_another_world_size_resumes_and_says_so),
 	};
 	const char *env = getenv("MWJ_TEST_SEED");

@@ -12,10 +12,12 @@
 
 #include <cmocka.h>
 
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "err.h"
@@ -266,7 +268,7 @@ static void test_garbage_ends_the_handshake_at_once(void **state)
 	(void)state;
 	handshake_init(&h, HANDSHAKE_ACCEPT, &BASE, &key_a, 0);
 	assert_int_equal(handshake_io(&h, &buf, &len), HANDSHAKE_RECV);
-	assert_int_equal(len, HANDSHAKE_HELLO_BYTES);
+	assert_int_equal(len, HANDSHAKE_GREETING_BYTES);
 	memset(buf, 'G', len);
 	handshake_moved(&h, len);
 	/* Nothing is sent back to something that is not a worker. */
@@ -275,29 +277,49 @@ static void test_garbage_ends_the_handshake_at_once(void **state)
 	testutil_assert_contains(h.why, "not an mwj worker");
 }
 
+/* Moves the whole message that from is sending to to, with byte at (if
+ * not SIZE_MAX) replaced by value on the way. */
+static void pass(struct handshake *from, struct handshake *to, size_t at, unsigned char value)
+{
+	unsigned char *out, *in;
+	size_t nout, nin;
+
+	assert_int_equal(handshake_io(from, &out, &nout), HANDSHAKE_SEND);
+	assert_int_equal(handshake_io(to, &in, &nin), HANDSHAKE_RECV);
+	assert_int_equal(nout, nin);
+	memcpy(in, out, nout);
+	if (at != SIZE_MAX)
+		in[at] = value;
+	handshake_moved(from, nout);
+	handshake_moved(to, nin);
+}
+
 static void test_a_verdict_with_an_unknown_status_ends_the_handshake(void **state)
 {
 	struct handshake c, s;
-	unsigned char *buf;
-	size_t len;
 
 	(void)state;
 	start_pair(&c, &s, NULL, NULL);
-	/* The hello goes across; the reply comes back with status 7. */
-	assert_int_equal(handshake_io(&c, &buf, &len), HANDSHAKE_SEND);
-	unsigned char *in;
-	size_t nin;
-	assert_int_equal(handshake_io(&s, &in, &nin), HANDSHAKE_RECV);
-	memcpy(in, buf, len);
-	handshake_moved(&c, len);
-	handshake_moved(&s, len);
-	assert_int_equal(handshake_io(&s, &buf, &len), HANDSHAKE_SEND);
-	buf[HANDSHAKE_HELLO_BYTES + 3] = 7;
-	assert_int_equal(handshake_io(&c, &in, &nin), HANDSHAKE_RECV);
-	memcpy(in, buf, len);
-	handshake_moved(&c, len);
-	assert_true(done(&c));
-	assert_int_equal(c.status, HANDSHAKE_BAD);
+	/* The greetings go across; the connecting side's verdict arrives with
+	 * status 7. */
+	pass(&c, &s, SIZE_MAX, 0);
+	pass(&s, &c, SIZE_MAX, 0);
+	pass(&c, &s, 3, 7);
+	assert_true(done(&s));
+	assert_int_equal(s.status, HANDSHAKE_BAD);
+	testutil_assert_contains(s.why, "not a verdict");
+}
+
+static void test_a_peer_of_another_protocol_is_dropped_naming_both_versions(void **state)
+{
+	struct handshake c, s;
+
+	(void)state;
+	start_pair(&c, &s, &key_a, &key_a);
+	pass(&c, &s, 11, HANDSHAKE_PROTOCOL - 1); /* the last byte of the version */
+	assert_true(done(&s));
+	assert_int_equal(s.status, HANDSHAKE_BAD);
+	testutil_assert_contains(s.why, "protocol version differs: peer 3, this worker 4");
 }
 
 static void test_progress_names_the_message_and_its_bytes(void **state)
@@ -309,7 +331,79 @@ static void test_progress_names_the_message_and_its_bytes(void **state)
 	handshake_init(&h, HANDSHAKE_ACCEPT, &BASE, NULL, 0);
 	handshake_moved(&h, 12);
 	handshake_progress(&h, where, sizeof(where));
-	assert_string_equal(where, "12 of 120 bytes of the hello");
+	assert_string_equal(where, "12 of 48 bytes of the greeting");
+}
+
+/* --- What a peer learns before it has proved the key --- */
+
+/* Fails if the bytes h has sent hold any of job's values, or anything but
+ * zeros where a hello goes. */
+static void assert_sent_nothing_of(const struct handshake *h, const struct hello *job)
+{
+	unsigned char sent[HANDSHAKE_WIRE_BYTES];
+	size_t n = 0, at = 0;
+
+	/* The messages alternate, the connecting side's first. */
+	static const size_t len[] = {
+	    HANDSHAKE_GREETING_BYTES, HANDSHAKE_GREETING_BYTES + HANDSHAKE_MAC_BYTES,
+	    HANDSHAKE_STATUS_BYTES + HANDSHAKE_HELLO_BYTES + HANDSHAKE_MAC_BYTES,
+	    HANDSHAKE_STATUS_BYTES + HANDSHAKE_HELLO_BYTES + HANDSHAKE_MAC_BYTES,
+	    HANDSHAKE_STATUS_BYTES + HANDSHAKE_MAC_BYTES};
+	for (int m = 0; m < 5; m++) {
+		if ((m % 2 == 0) == (h->role == HANDSHAKE_CONNECT)) {
+			memcpy(sent + n, h->wire + at, len[m]);
+			n += len[m];
+			if (m == 2 || m == 3)
+				for (size_t i = 0; i < HANDSHAKE_HELLO_BYTES; i++)
+					assert_int_equal(h->wire[at + HANDSHAKE_STATUS_BYTES + i],
+					                 0);
+		}
+		at += len[m];
+	}
+	assert_int_equal(at, HANDSHAKE_WIRE_BYTES);
+	testutil_assert_none_of_job(sent, n, job, "what went to a peer that did not prove the key");
+}
+
+static void test_nothing_of_the_job_goes_to_a_peer_before_it_proves_the_key(void **state)
+{
+	struct hello c_me = testutil_job_hello, s_me = testutil_job_hello, other = BASE;
+	struct handshake c, s;
+
+	(void)state;
+	s_me.rank = 1;
+	/* The accepting side, met by one with another key, who runs
+	 * another job. */
+	other.rank = 0;
+	handshake_init(&c, HANDSHAKE_CONNECT, &other, &key_b, 1);
+	handshake_init(&s, HANDSHAKE_ACCEPT, &s_me, &key_a, 0);
+	exchange(&c, &s, SIZE_MAX);
+	assert_int_equal(s.status, HANDSHAKE_UNAUTHENTICATED);
+	assert_sent_nothing_of(&s, &s_me);
+	assert_false(c.have_peer);
+	/* The connecting side, meeting one with another key. */
+	other.rank = 1;
+	handshake_init(&c, HANDSHAKE_CONNECT, &c_me, &key_a, 1);
+	handshake_init(&s, HANDSHAKE_ACCEPT, &other, &key_b, 0);
+	exchange(&c, &s, SIZE_MAX);
+	assert_int_equal(c.status, HANDSHAKE_UNAUTHENTICATED);
+	assert_sent_nothing_of(&c, &c_me);
+	assert_false(s.have_peer);
+	/* And a peer without a key gets nothing from one with it either way. */
+	handshake_init(&c, HANDSHAKE_CONNECT, &c_me, &key_a, 1);
+	handshake_init(&s, HANDSHAKE_ACCEPT, &other, NULL, 0);
+	exchange(&c, &s, SIZE_MAX);
+	assert_sent_nothing_of(&c, &c_me);
+	handshake_init(&c, HANDSHAKE_CONNECT, &other, NULL, 1);
+	handshake_init(&s, HANDSHAKE_ACCEPT, &s_me, &key_a, 0);
+	exchange(&c, &s, SIZE_MAX);
+	assert_sent_nothing_of(&s, &s_me);
+	/* With the key, the same job is met and each learns the other's. */
+	handshake_init(&c, HANDSHAKE_CONNECT, &c_me, &key_a, 1);
+	handshake_init(&s, HANDSHAKE_ACCEPT, &s_me, &key_a, 0);
+	exchange(&c, &s, SIZE_MAX);
+	assert_int_equal(c.status, HANDSHAKE_OK);
+	assert_int_equal(s.status, HANDSHAKE_OK);
+	assert_true(c.peer.seed == c_me.seed && s.peer.job_hash == s_me.job_hash);
 }
 
 /* --- The key file --- */
@@ -376,14 +470,64 @@ static void test_a_bad_key_file_is_refused_naming_the_path(void **state)
 	assert_int_equal(job_key_load(&k, fx->dir, err), -1);
 	testutil_assert_contains(err, "not a regular file");
 	assert_int_equal(k.len, 0);
+}
 
-	if (geteuid() != 0) { /* root reads any file */
-		snprintf(path, sizeof(path), "%s/locked", fx->dir);
-		testutil_write_file(path, KEY_TEXT, strlen(KEY_TEXT));
-		assert_int_equal(chmod(path, 0), 0);
-		assert_int_equal(job_key_load(&k, path, err), -1);
-		testutil_assert_contains(err, "Permission denied");
+/* job_key_load of path as the user and group 65532 (the images' user): in
+ * a child when this runs as root, who reads any file. Its message goes
+ * into err. */
+static int load_as_non_root(const char *path, char *err)
+{
+	int fds[2], status = 0, rc = -1;
+	pid_t pid;
+
+	if (geteuid() != 0) {
+		struct job_key k;
+		rc = job_key_load(&k, path, err);
+		job_key_release(&k);
+		return rc;
 	}
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct job_key k;
+		char msg[ERR_LEN] = "";
+		close(fds[0]);
+		if (setgroups(0, NULL) != 0 || setgid(65532) != 0 || setuid(65532) != 0)
+			_exit(2);
+		int got = job_key_load(&k, path, msg);
+		(void)!write(fds[1], msg, strlen(msg) + 1);
+		_exit(got == 0 ? 0 : 1);
+	}
+	close(fds[1]);
+	ssize_t n = read(fds[0], err, ERR_LEN - 1);
+	err[n > 0 ? n : 0] = '\0';
+	close(fds[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_not_equal(WEXITSTATUS(status), 2); /* the child could not drop root */
+	return WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+/* The operator mounts the key 0400: a worker that does not run as its
+ * owner reads it only through the pod's fsGroup, and the message says so. */
+static void test_a_key_file_the_user_may_not_read_suggests_the_pod_s_fs_group(void **state)
+{
+	struct keyfile *fx = *state;
+	char path[128], err[ERR_LEN] = "";
+
+	assert_int_equal(chmod(fx->dir, 0755), 0);
+	snprintf(path, sizeof(path), "%s/locked", fx->dir);
+	testutil_write_file(path, KEY_TEXT, strlen(KEY_TEXT));
+	assert_int_equal(chmod(path, 0400), 0);
+	if (geteuid() != 0)
+		assert_int_equal(chmod(path, 0), 0);
+	assert_int_equal(load_as_non_root(path, err), -1);
+	print_message("    %s\n", err);
+	testutil_assert_contains(err, path);
+	testutil_assert_contains(err, "Permission denied");
+	testutil_assert_contains(err, "securityContext.fsGroup");
+	assert_null(strstr(err, "correct horse"));
 }
 
 int main(void)
@@ -398,10 +542,15 @@ int main(void)
 	    cmocka_unit_test(test_a_replayed_handshake_is_refused_on_either_side),
 	    cmocka_unit_test(test_garbage_ends_the_handshake_at_once),
 	    cmocka_unit_test(test_a_verdict_with_an_unknown_status_ends_the_handshake),
+	    cmocka_unit_test(test_a_peer_of_another_protocol_is_dropped_naming_both_versions),
+	    cmocka_unit_test(test_nothing_of_the_job_goes_to_a_peer_before_it_proves_the_key),
 	    cmocka_unit_test(test_progress_names_the_message_and_its_bytes),
 	    cmocka_unit_test_setup_teardown(test_a_key_file_is_read_whole, setup_dir, teardown_dir),
 	    cmocka_unit_test_setup_teardown(test_a_bad_key_file_is_refused_naming_the_path,
 	                                    setup_dir, teardown_dir),
+	    cmocka_unit_test_setup_teardown(
+	        test_a_key_file_the_user_may_not_read_suggests_the_pod_s_fs_group, setup_dir,
+	        teardown_dir),
 	};
 
 	return cmocka_run_group_tests(tests, setup_keys, NULL);

@@ -570,6 +570,92 @@ static void test_idx_rejects_gzip_with_unknown_method(void **state)
 	free(buf);
 }
 
+/* Junk appended after the gzip member is refused, where zlib's gzread
+ * ignored it: a few bytes of text, and the zero padding of a tar block. */
+static void test_idx_rejects_junk_after_the_gzip_member(void **state)
+{
+	struct fixture *fx = *state;
+	size_t len = 0, gz_len = 0;
+	uint8_t *buf = make_labels(300, &len);
+	uint8_t *gz = gzip_bytes(buf, len, &gz_len);
+	uint8_t *junk = calloc(1, gz_len + 512);
+	static const uint8_t text[5] = {'j', 'u', 'n', 'k', '!'};
+	char want[64];
+
+	assert_non_null(junk);
+	memcpy(junk, gz, gz_len);
+	memcpy(junk + gz_len, text, sizeof(text));
+	testutil_write_file(tmp_path(fx, "labels.gz"), junk, gz_len + 5);
+	snprintf(want, sizeof(want), "ends at byte %zu", gz_len);
+	assert_labels_error(fx->path, "5 bytes of junk after the gzip member", want);
+	memset(junk + gz_len, 0, 512);
+	testutil_write_file(tmp_path(fx, "labels.gz"), junk, gz_len + 512);
+	assert_labels_error(fx->path, "512 bytes of junk after the gzip member", want);
+	/* One byte of a gzip magic is no member either. */
+	junk[gz_len] = 0x1f;
+	testutil_write_file(tmp_path(fx, "labels.gz"), junk, gz_len + 1);
+	assert_labels_error(fx->path, "1 bytes of junk", NULL);
+	free(junk);
+	free(gz);
+	free(buf);
+}
+
+/* Members one after the other are one file (RFC 1952), as `cat a.gz b.gz`
+ * makes and gzip -d reads: the data may be split anywhere between them. */
+static void test_idx_reads_concatenated_gzip_members_as_one_file(void **state)
+{
+	struct fixture *fx = *state;
+	struct idx_labels lab = {0};
+	size_t len = 0, gz1_len = 0, gz2_len = 0;
+	uint8_t *buf = make_labels(1000, &len);
+	uint8_t *gz1 = gzip_bytes(buf, 5, &gz1_len);
+	uint8_t *gz2 = gzip_bytes(buf + 5, len - 5, &gz2_len);
+	uint8_t *both = malloc(gz1_len + gz2_len);
+
+	assert_non_null(both);
+	memcpy(both, gz1, gz1_len);
+	memcpy(both + gz1_len, gz2, gz2_len);
+	testutil_write_file(tmp_path(fx, "labels.gz"), both, gz1_len + gz2_len);
+	assert_int_equal(idx_load_labels(fx->path, &lab, fx->err), 0);
+	assert_int_equal(lab.count, 1000);
+	assert_memory_equal(lab.labels, buf + 8, 1000);
+	idx_labels_release(&lab);
+	free(both);
+	free(gz2);
+	free(gz1);
+	free(buf);
+}
+
+/* Opening reads the header alone: a gzip file whose header says 200000
+ * images of 64x64 (800 MiB inflated, under a megabyte compressed) tells
+ * its shape without the rest being inflated. */
+static void test_idx_open_inflates_the_header_alone(void **state)
+{
+	struct fixture *fx = *state;
+	struct idx_file f;
+	uint8_t header[16];
+	size_t gz_len = 0;
+	uint8_t *gz;
+	long long rss0;
+
+	testutil_put_be32(header, 0x00000803);
+	testutil_put_be32(header + 4, 200000);
+	testutil_put_be32(header + 8, 64);
+	testutil_put_be32(header + 12, 64);
+	gz = testutil_gzip_header_and_zeros(header, 16 + 200000ull * 64 * 64, &gz_len);
+	testutil_write_file(tmp_path(fx, "big-images.gz"), gz, gz_len);
+	free(gz);
+	rss0 = testutil_peak_rss();
+	assert_int_equal(idx_open_images(&f, fx->path, fx->err), 0);
+	assert_int_equal(f.count, 200000);
+	assert_int_equal(f.rows, 64);
+	assert_int_equal(f.cols, 64);
+	assert_int_equal(f.size, 200000ull * 64 * 64);
+	assert_true(testutil_peak_rss() - rss0 < (16ll << 20));
+	idx_close(&f);
+	idx_close(&f);
+}
+
 /* --- Files that cannot be read --- */
 
 static void test_idx_reports_missing_file_under_both_names(void **state)
@@ -624,6 +710,9 @@ int main(void)
 	    TEST(test_idx_rejects_corrupt_gzip_data),
 	    TEST(test_idx_rejects_gzip_with_bad_crc),
 	    TEST(test_idx_rejects_gzip_with_unknown_method),
+	    TEST(test_idx_rejects_junk_after_the_gzip_member),
+	    TEST(test_idx_reads_concatenated_gzip_members_as_one_file),
+	    TEST(test_idx_open_inflates_the_header_alone),
 	    TEST(test_idx_reports_missing_file_under_both_names),
 	    TEST(test_idx_reports_a_directory_as_a_read_error),
 	};

@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -387,10 +389,11 @@ static void test_load_refuses_a_truncated_file(void **state)
 	    {PREFIX_LEN + 4, "truncated: header claims"},
 	    {PREFIX_LEN + h / 2, "truncated: header claims"},
 	    {PREFIX_LEN + h + 3, "truncated: header claims"},
-	    {PREFIX_LEN + h + 4, "checksum mismatch"},
-	    {len / 2, "checksum mismatch"},
-	    {len - 4, "checksum mismatch"},
-	    {len - 1, "checksum mismatch"},
+	    /* The header is whole: its length says what is missing, unread. */
+	    {PREFIX_LEN + h + 4, "truncated: holds 0 bytes of parameters"},
+	    {len / 2, "truncated: holds"},
+	    {len - 4, "truncated: holds"},
+	    {len - 1, "truncated: holds"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		testutil_write_file(fx->path, buf, cases[i].keep);
@@ -576,6 +579,48 @@ static void test_load_refuses_an_oversized_header_length(void **state)
 	free(buf);
 }
 
+/* A model file far longer than its header says (a sparse file of 512 MiB
+ * behind a small model's header) is refused by its size alone: neither
+ * read whole nor held in memory, as a 3 GB one once was. */
+static void test_load_refuses_a_file_longer_than_its_header_without_reading_it(void **state)
+{
+	struct fixture *fx = *state;
+	long long read0, rss0;
+
+	save_small(fx);
+	assert_int_equal(truncate(fx->path, 512ll << 20), 0);
+	read0 = testutil_bytes_read();
+	rss0 = testutil_peak_rss();
+	testutil_limit_memory(256ll << 20);
+	fx->err[0] = '\0';
+	struct model *m = model_file_load(fx->dir, 4, fx->err);
+	testutil_unlimit_memory();
+	assert_null(m);
+	print_message("    %s\n", fx->err);
+	testutil_assert_contains(fx->err, fx->path);
+	testutil_assert_contains(fx->err, "bytes of parameters, model 'cnn-pool' needs");
+	assert_true(testutil_bytes_read() - read0 < (1 << 20));
+	assert_true(testutil_peak_rss() - rss0 < (64ll << 20));
+}
+
+/* /dev/zero or a FIFO where model.mwj should be is refused at once, not
+ * read until a 4 GiB limit. */
+static void test_load_refuses_what_is_not_a_regular_file(void **state)
+{
+	struct fixture *fx = *state;
+
+	assert_int_equal(symlink("/dev/zero", fx->path), 0);
+	testutil_limit_memory(256ll << 20);
+	assert_load_refused(fx, "not a regular file");
+	testutil_unlimit_memory();
+	assert_int_equal(unlink(fx->path), 0);
+	assert_int_equal(mkfifo(fx->path, 0600), 0);
+	assert_load_refused(fx, "not a regular file");
+	assert_int_equal(unlink(fx->path), 0);
+	assert_int_equal(mkdir(fx->path, 0700), 0);
+	assert_load_refused(fx, "not a regular file");
+}
+
 #define TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -600,6 +645,8 @@ int main(void)
 	    TEST(test_load_refuses_a_file_length_that_disagrees_with_num_params),
 	    TEST(test_load_names_a_missing_file),
 	    TEST(test_load_refuses_an_oversized_header_length),
+	    TEST(test_load_refuses_a_file_longer_than_its_header_without_reading_it),
+	    TEST(test_load_refuses_what_is_not_a_regular_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

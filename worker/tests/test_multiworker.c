@@ -503,10 +503,11 @@ static int count_of(const char *s, const char *part)
 	return n;
 }
 
-/* Starts worker 1 of 2 as a flaky peer (flaky_peer.h) of a worker run
- * with FLAKY_ARGS, picking the ports, and worker 0 with those flags and
- * then args (NULL-ended), in env. */
-static void start_with_flaky_peer(struct fixture *fx, char env[2][512], const char *const *args)
+/* Starts worker 1 of 2 as a flaky peer (flaky_peer.h) in mode of a worker
+ * run with FLAKY_ARGS, picking the ports, and worker 0 with those flags
+ * and then args (NULL-ended), in env. */
+static void start_with_flaky_peer(struct fixture *fx, char env[2][512], enum flaky_mode mode,
+                                  const char *const *args)
 {
 	struct hello me = {.seed = FLAKY_SEED,
 	                   .batch_size = FLAKY_BATCH,
@@ -524,7 +525,7 @@ static void start_with_flaky_peer(struct fixture *fx, char env[2][512], const ch
 	pick_ports(fx, 2);
 	for (int i = 0; i < 2; i++)
 		tf_config_env(env[i], sizeof(env[i]), fx, 0, 2, "worker", i);
-	fx->flaky = flaky_peer_start(strchr(env[1], '=') + 1, &me, err);
+	fx->flaky = flaky_peer_start(strchr(env[1], '=') + 1, &me, mode, nparams, err);
 	if (fx->flaky == NULL)
 		fail_msg("flaky peer: %s", err);
 	start(fx, 0, ENV(env[0]), args);
@@ -547,7 +548,8 @@ static void test_a_peer_dropping_out_of_every_state_sync_makes_the_survivor_exit
 	struct fixture *fx = *state;
 	char env[2][512];
 
-	start_with_flaky_peer(fx, env, FLAKY_ARGS("--rendezvous-timeout", STR(FLAKY_WAIT)));
+	start_with_flaky_peer(fx, env, FLAKY_DROP_AT_ONCE,
+	                      FLAKY_ARGS("--rendezvous-timeout", STR(FLAKY_WAIT)));
 	finish(fx, 0, testutil_now() + FLAKY_WAIT + QUICK_SECONDS);
 	long joins = flaky_peer_stop(fx->flaky);
 	fx->flaky = NULL;
@@ -566,6 +568,40 @@ static void test_a_peer_dropping_out_of_every_state_sync_makes_the_survivor_exit
 	assert_string_equal(fx->w[0].out, "");
 }
 
+/* A peer that goes through the state sync and drops in the first step,
+ * again and again, once made a survivor meet it without end: each time the
+ * ring formed again, the wait for the next began with a fresh
+ * --rendezvous-timeout. The whole recovery, from the loss to the next
+ * step done, now has that time: the survivor meets the peer a bounded
+ * number of times, after a growing wait, and exits 75 naming the last
+ * failure. */
+static void test_a_peer_dropping_in_every_first_step_makes_the_survivor_exit_75(void **state)
+{
+	struct fixture *fx = *state;
+	char env[2][512];
+
+	start_with_flaky_peer(fx, env, FLAKY_DROP_AFTER_SYNC,
+	                      FLAKY_ARGS("--rendezvous-timeout", STR(FLAKY_WAIT)));
+	finish(fx, 0, testutil_now() + FLAKY_WAIT + QUICK_SECONDS);
+	long syncs = flaky_peer_stop(fx->flaky);
+	fx->flaky = NULL;
+	assert_exit(fx, 0, 75);
+	int formed = count_of(fx->w[0].err, "rendezvous: ring of 2 formed");
+	print_message("the ring formed %d times; the peer went through %ld state syncs\n", formed,
+	              syncs);
+	if (formed < 2 || formed > FLAKY_MAX_MEETINGS || syncs < 2)
+		fail_msg("the ring formed %d times (%ld syncs), want 2 to %d\n%s", formed, syncs,
+		         FLAKY_MAX_MEETINGS, fx->w[0].err);
+	testutil_assert_matches(fx->w[0].err,
+	                        "warn  lost peer rank 1 .*; meeting again in [0-9]+ ms");
+	testutil_assert_matches(
+	    fx->w[0].err, "error no step done within " STR(
+	                      FLAKY_WAIT) " s \\(--rendezvous-timeout\\) of losing a peer: the "
+	                                  "ring formed again [0-9]+ time\\(s\\) and broke "
+	                                  "before a step each time; the last failure: .*lost "
+	                                  "peer rank 1");
+}
+
 /* The waits between meetings do not hold up a preemption notice: SIGTERM
  * to a survivor meeting a flaky peer again and again exits 143 at once. */
 static void test_sigterm_between_meetings_with_a_flaky_peer_exits_143_at_once(void **state)
@@ -574,7 +610,8 @@ static void test_sigterm_between_meetings_with_a_flaky_peer_exits_143_at_once(vo
 	char env[2][512];
 	double deadline = testutil_now() + QUICK_SECONDS;
 
-	start_with_flaky_peer(fx, env, FLAKY_ARGS("--rendezvous-timeout", "600"));
+	start_with_flaky_peer(fx, env, FLAKY_DROP_AT_ONCE,
+	                      FLAKY_ARGS("--rendezvous-timeout", "600"));
 	/* The fourth wait is 400 ms: the notice most likely comes during one. */
 	for (;;) {
 		char *err = output(fx, 0, "err");
@@ -814,6 +851,7 @@ int main(void)
 	    TEST(test_a_hung_worker_makes_the_others_give_up_after_the_collective_timeout),
 	    TEST(test_a_peer_dropping_out_of_every_state_sync_makes_the_survivor_exit_75),
 	    TEST(test_sigterm_between_meetings_with_a_flaky_peer_exits_143_at_once),
+	    TEST(test_a_peer_dropping_in_every_first_step_makes_the_survivor_exit_75),
 	    TEST(test_a_mismatched_peer_is_refused_and_both_say_why),
 	    TEST(test_workers_holding_the_job_key_train_over_an_authenticated_ring),
 	    TEST(test_workers_without_the_same_key_exit_75_saying_why),

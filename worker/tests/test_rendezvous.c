@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bytes.h"
 #include "err.h"
 #include "log.h"
 #include "net.h"
@@ -440,12 +441,12 @@ static void test_a_peer_address_that_accepts_and_says_nothing_is_tried_again(voi
 	assert_int_equal(s[0].rc, 0);
 	assert_int_equal(s[1].rc, 0);
 	log = logged();
-	testutil_assert_contains(log, "timed out after 0 of 412 bytes of the reply");
+	testutil_assert_contains(log, "timed out after 0 of 80 bytes of the greeting reply");
 	free(log);
 	close_pair(s, 2);
 }
 
-/* Connects to port and sends the first n bytes of a real hello, then
+/* Connects to port and sends the first n bytes of a real greeting, then
  * stays connected (close_after 0) or closes. Returns the socket or -1. */
 static int cut_off_hello(int port, size_t n, int close_after)
 {
@@ -468,7 +469,7 @@ static int cut_off_hello(int port, size_t n, int close_after)
 	return fd;
 }
 
-static void test_cut_off_hellos_are_dropped_and_the_ring_forms(void **state)
+static void test_cut_off_greetings_are_dropped_and_the_ring_forms(void **state)
 {
 	struct side s[2] = {{.me = BASE, .deadline_ms = 30000},
 	                    {.me = BASE, .deadline_ms = 30000, .delay_ms = 500}};
@@ -478,7 +479,7 @@ static void test_cut_off_hellos_are_dropped_and_the_ring_forms(void **state)
 	(void)state;
 	listen_pair(s);
 	for (int i = 0; i < 8; i++)
-		kept[i] = cut_off_hello(s[0].tc.addrs[0].port, 60, i % 2);
+		kept[i] = cut_off_hello(s[0].tc.addrs[0].port, 30, i % 2);
 	join_pair(s, 2);
 	assert_int_equal(s[0].rc, 0);
 	assert_int_equal(s[1].rc, 0);
@@ -487,7 +488,7 @@ static void test_cut_off_hellos_are_dropped_and_the_ring_forms(void **state)
 		if (kept[i] >= 0)
 			close(kept[i]);
 	log = logged();
-	testutil_assert_contains(log, "closed after 60 of 120 bytes of the hello");
+	testutil_assert_contains(log, "closed after 30 of 48 bytes of the greeting");
 	free(log);
 	close_pair(s, 2);
 }
@@ -569,6 +570,42 @@ static void test_a_key_on_one_side_only_is_refused_on_both_sides(void **state)
 	                                 "this worker has none (--job-secret-file)");
 }
 
+/* A stranger that greets a worker holding the job key as a keyed worker
+ * would, and then cannot prove the key, is told nothing of the job: none
+ * of its values, as they go on the wire, is among what the worker sends
+ * back before it hangs up. Protocol 3 answered the first message with
+ * the job's whole hello. */
+static void test_a_stranger_learns_nothing_of_the_job_from_a_keyed_worker(void **state)
+{
+	struct job_key k;
+	struct side s[2] = {{.me = testutil_job_hello, .key = &k, .deadline_ms = 4000},
+	                    {.me = testutil_job_hello}};
+	unsigned char greeting[48] = "MWJRING\n", got[8192];
+	pthread_t t;
+
+	(void)state;
+	set_key(&k, '1');
+	listen_pair(s);
+	/* Protocol, a key flag, and a nonce. */
+	bytes_put_be32(greeting + 8, HANDSHAKE_PROTOCOL);
+	bytes_put_be32(greeting + 12, 1);
+	for (size_t i = 16; i < sizeof(greeting); i++)
+		greeting[i] = (unsigned char)(i * 29);
+	assert_int_equal(pthread_create(&t, NULL, join, &s[0]), 0);
+	long n = strangers_listen_in(s[0].tc.addrs[0].port, greeting, sizeof(greeting), got,
+	                             sizeof(got), 3000);
+	pthread_join(t, NULL);
+	close_pair(s, 1);
+	print_message("the stranger was told %ld bytes\n", n);
+	/* The worker answered: its greeting and its proof at least. */
+	assert_true(n >= 48);
+	testutil_assert_none_of_job(got, (size_t)n, &testutil_job_hello,
+	                            "what the stranger was told");
+	char *log = logged();
+	testutil_assert_contains(log, "dropped connection from '127.0.0.1:");
+	free(log);
+}
+
 #define LOGGED(f) cmocka_unit_test_setup_teardown(f, capture_log, restore_log)
 
 int main(void)
@@ -582,10 +619,11 @@ int main(void)
 	    LOGGED(test_strangers_at_both_ports_do_not_hold_up_the_real_peer),
 	    LOGGED(test_strangers_during_a_rejoin_do_not_hold_up_the_replacement),
 	    LOGGED(test_a_peer_address_that_accepts_and_says_nothing_is_tried_again),
-	    LOGGED(test_cut_off_hellos_are_dropped_and_the_ring_forms),
+	    LOGGED(test_cut_off_greetings_are_dropped_and_the_ring_forms),
 	    LOGGED(test_workers_holding_the_job_key_form_a_ring),
 	    LOGGED(test_a_different_key_is_refused_on_both_sides_without_showing_it),
 	    LOGGED(test_a_key_on_one_side_only_is_refused_on_both_sides),
+	    LOGGED(test_a_stranger_learns_nothing_of_the_job_from_a_keyed_worker),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

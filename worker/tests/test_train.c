@@ -149,7 +149,7 @@ static void test_one_epoch_reaches_test_accuracy_above_0_80(void **state)
 	snprintf(dir, sizeof(dir), "%s/epoch", t->dir);
 	struct model *m = model_file_load(dir, 100, err);
 	assert_non_null(m);
-	assert_int_equal(dataset_load(&test, testutil_data_dir(), "t10k", err), 0);
+	assert_int_equal(dataset_load(&test, testutil_data_dir(), "t10k", NULL, err), 0);
 	float *x = calloc(100 * 784, sizeof(float));
 	uint8_t y[100];
 	struct backend *b = backend_new_cpu(m, NULL, NULL, NULL, 100);

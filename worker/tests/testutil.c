@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <regex.h>
 #include <signal.h>
@@ -17,13 +18,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "testutil.h"
+
+#include "bytes.h"
 
 const char *testutil_data_dir(void)
 {
@@ -137,6 +142,135 @@ void testutil_put_be32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
+/* The number after name in a "name  value" line of /proc, or -1. */
+static long long line_value(const char *line, const char *name)
+{
+	size_t n = strlen(name);
+	char *end;
+	long long v;
+
+	if (strncmp(line, name, n) != 0)
+		return -1;
+	errno = 0;
+	v = strtoll(line + n, &end, 10);
+	return errno == 0 && end != line + n ? v : -1;
+}
+
+long long testutil_bytes_read(void)
+{
+	char line[128];
+	long long v = -1;
+	FILE *f = fopen("/proc/self/io", "r");
+
+	if (f == NULL)
+		fail_msg("open /proc/self/io: %s", strerror(errno));
+	while (v < 0 && fgets(line, sizeof(line), f))
+		v = line_value(line, "rchar:");
+	fclose(f);
+	if (v < 0)
+		fail_msg("/proc/self/io has no rchar");
+	return v;
+}
+
+long long testutil_peak_rss(void)
+{
+	struct rusage ru;
+
+	assert_int_equal(getrusage(RUSAGE_SELF, &ru), 0);
+	return (long long)ru.ru_maxrss * 1024;
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define TESTUTIL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TESTUTIL_ASAN 1
+#endif
+#endif
+
+void testutil_limit_memory(long long extra)
+{
+#ifndef TESTUTIL_ASAN
+	char line[128];
+	long long kb = -1;
+	struct rlimit lim;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	assert_non_null(f);
+	while (kb < 0 && fgets(line, sizeof(line), f))
+		kb = line_value(line, "VmSize:");
+	fclose(f);
+	assert_true(kb > 0);
+	assert_int_equal(getrlimit(RLIMIT_AS, &lim), 0);
+	lim.rlim_cur = (rlim_t)(kb * 1024 + extra);
+	assert_int_equal(setrlimit(RLIMIT_AS, &lim), 0);
+#else
+	(void)extra;
+#endif
+}
+
+void testutil_unlimit_memory(void)
+{
+#ifndef TESTUTIL_ASAN
+	struct rlimit lim;
+
+	assert_int_equal(getrlimit(RLIMIT_AS, &lim), 0);
+	lim.rlim_cur = lim.rlim_max;
+	assert_int_equal(setrlimit(RLIMIT_AS, &lim), 0);
+#endif
+}
+
+uint8_t *testutil_gzip_header_and_zeros(const uint8_t *header, size_t len, size_t *out_len)
+{
+	static const uint8_t zeros[65536];
+	z_stream zs = {0};
+	size_t cap = len / 500 + 65536, left = len - 16;
+	uint8_t *out = malloc(cap);
+
+	assert_non_null(out);
+	assert_int_equal(deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+	zs.next_out = out;
+	zs.avail_out = (unsigned)cap;
+	zs.next_in = (uint8_t *)header;
+	zs.avail_in = 16;
+	assert_int_equal(deflate(&zs, Z_NO_FLUSH), Z_OK);
+	while (left > 0) {
+		size_t n = left < sizeof(zeros) ? left : sizeof(zeros);
+		zs.next_in = (uint8_t *)zeros;
+		zs.avail_in = (unsigned)n;
+		left -= n;
+		assert_int_equal(deflate(&zs, left ? Z_NO_FLUSH : Z_FINISH),
+		                 left ? Z_OK : Z_STREAM_END);
+		assert_true(zs.avail_out > 0);
+	}
+	*out_len = zs.total_out;
+	deflateEnd(&zs);
+	return out;
+}
+
+void testutil_write_big_split(const char *dir, const char *split, uint32_t count, uint32_t side,
+                              uint32_t nlabels)
+{
+	uint8_t header[16], *gz, *labels = calloc(1, 8 + (size_t)nlabels);
+	char path[PATH_MAX];
+	size_t gz_len = 0;
+
+	assert_non_null(labels);
+	testutil_put_be32(header, 0x00000803);
+	testutil_put_be32(header + 4, count);
+	testutil_put_be32(header + 8, side);
+	testutil_put_be32(header + 12, side);
+	gz = testutil_gzip_header_and_zeros(header, 16 + (size_t)count * side * side, &gz_len);
+	snprintf(path, sizeof(path), "%s/%s-images-idx3-ubyte.gz", dir, split);
+	testutil_write_file(path, gz, gz_len);
+	testutil_put_be32(labels, 0x00000801);
+	testutil_put_be32(labels + 4, nlabels);
+	snprintf(path, sizeof(path), "%s/%s-labels-idx1-ubyte", dir, split);
+	testutil_write_file(path, labels, 8 + (size_t)nlabels);
+	free(gz);
+	free(labels);
+}
+
 double testutil_now(void)
 {
 	struct timespec ts;
@@ -223,10 +357,18 @@ pid_t testutil_spawn(const char *bin, const char *const *args, const char *const
 
 int testutil_wait(pid_t pid, double deadline)
 {
+	return testutil_wait_peak(pid, deadline, NULL);
+}
+
+int testutil_wait_peak(pid_t pid, double deadline, long long *peak_rss)
+{
+	struct rusage ru;
 	int st = 0;
 
 	for (;;) {
-		pid_t w = waitpid(pid, &st, WNOHANG);
+		pid_t w = wait4(pid, &st, WNOHANG, &ru);
+		if (w == pid && peak_rss)
+			*peak_rss = (long long)ru.ru_maxrss * 1024;
 		if (w == pid)
 			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 		if (w < 0 && errno != EINTR)
@@ -282,6 +424,44 @@ void testutil_tf_config(char *out, size_t len, const int *ports, int chiefs, int
 		n += (size_t)snprintf(out + n, len - n,
 		                      "]},\"task\":{\"type\":\"%s\",\"index\":%d}}", type, index);
 	assert_true(n < len);
+}
+
+const struct hello testutil_job_hello = {HANDSHAKE_PROTOCOL,
+                                         2,
+                                         0,
+                                         0x1122334455667788ull,
+                                         0x99aabbccddeeff01ull,
+                                         0x5eed5eed5eed5eedull,
+                                         0x00012345,
+                                         1,
+                                         0x00054321,
+                                         0x0000000abcdef012ull,
+                                         0.123,
+                                         0.9,
+                                         HELLO_COLLECTIVE_HOST};
+
+void testutil_assert_none_of_job(const unsigned char *bytes, size_t n, const struct hello *job,
+                                 const char *what)
+{
+	unsigned char v[8];
+	const uint64_t words[] = {job->job_hash,
+	                          job->arch_hash,
+	                          job->seed,
+	                          job->steps_per_epoch,
+	                          bytes_f64_bits(job->learning_rate),
+	                          bytes_f64_bits(job->momentum)};
+	const uint32_t halves[] = {job->batch_size, job->epochs};
+
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		bytes_put_be64(v, words[i]);
+		if (memmem(bytes, n, v, 8))
+			fail_msg("%s holds value %zu of the job", what, i);
+	}
+	for (size_t i = 0; i < sizeof(halves) / sizeof(halves[0]); i++) {
+		bytes_put_be32(v, halves[i]);
+		if (memmem(bytes, n, v, 4))
+			fail_msg("%s holds count %zu of the job", what, i);
+	}
 }
 
 void testutil_assert_contains(const char *s, const char *part)

@@ -17,6 +17,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "handshake.h"
+
 /* --- The real Fashion-MNIST files --- */
 
 #define TESTUTIL_DEFAULT_DATA_DIR "/usr/share/datasets/fashion-mnist"
@@ -66,6 +68,38 @@ void testutil_write_file(const char *path, const void *buf, size_t len);
 /* Stores v at p as 4 big-endian bytes, the byte order of IDX headers. */
 void testutil_put_be32(uint8_t *p, uint32_t v);
 
+/* A gzip stream of the 16 bytes at header followed by zeros up to len bytes
+ * in all: an IDX file of images as large as its header says, deflated a
+ * piece at a time so that the test never holds it whole. Returns a
+ * malloc'd buffer of *out_len bytes that the caller frees. */
+uint8_t *testutil_gzip_header_and_zeros(const uint8_t *header, size_t len, size_t *out_len);
+
+/* Writes "<dir>/<split>-images-idx3-ubyte.gz" saying count images of side
+ * x side (zeros, under a megabyte compressed for the 800 MiB that 200000
+ * of 64x64 inflate to) and raw labels "<dir>/<split>-labels-idx1-ubyte"
+ * saying nlabels: a split whose headers say something its size would make
+ * costly to find out by reading it. */
+void testutil_write_big_split(const char *dir, const char *split, uint32_t count, uint32_t side,
+                              uint32_t nlabels);
+
+/* --- What this process has spent --- */
+
+/* Bytes this process has asked read() and its kin for so far, all threads
+ * together (rchar in /proc/self/io): to show that a file was not read
+ * whole. Fails the test if it cannot be known. */
+long long testutil_bytes_read(void);
+
+/* The peak resident memory of this process so far, in bytes. */
+long long testutil_peak_rss(void);
+
+/* Lowers this process's address-space limit (the soft one) to what it
+ * maps now plus extra bytes, so that a loader that still read a huge or
+ * endless file whole would fail there rather than take the machine's
+ * memory; testutil_unlimit_memory() lifts it again. Both do nothing under
+ * AddressSanitizer, which maps terabytes of shadow. */
+void testutil_limit_memory(long long extra);
+void testutil_unlimit_memory(void);
+
 /* --- Child processes --- */
 
 /* Seconds on the monotonic clock, for deadlines. */
@@ -86,6 +120,10 @@ pid_t testutil_spawn(const char *bin, const char *const *args, const char *const
  * running, if the deadline passed first. */
 int testutil_wait(pid_t pid, double deadline);
 
+/* testutil_wait, and when the child has ended, its peak resident memory in
+ * bytes into *peak_rss (NULL: not wanted). */
+int testutil_wait_peak(pid_t pid, double deadline, long long *peak_rss);
+
 /* Kills child pid with SIGKILL and reaps it; does nothing if pid <= 0. */
 void testutil_kill(pid_t pid);
 
@@ -101,6 +139,18 @@ void testutil_free_ports(int *ports, int n);
  * type (e.g. "worker") number index. */
 void testutil_tf_config(char *out, size_t len, const int *ports, int chiefs, int workers,
                         const char *type, int index);
+
+/* --- What a stranger may learn of a job --- */
+
+/* A hello whose values are all distinctive on the wire, to look for in
+ * what a worker sends. */
+extern const struct hello testutil_job_hello;
+
+/* Fails the test, naming what, if the n bytes at bytes hold any of job's
+ * values (hashes, seed, steps, learning rate, momentum, batch, epochs) as
+ * the handshake puts them on the wire, big-endian. */
+void testutil_assert_none_of_job(const unsigned char *bytes, size_t n, const struct hello *job,
+                                 const char *what);
 
 /* --- Checks on text --- */
 
