@@ -53,7 +53,7 @@ check "helm package ships the CRD in crds/" packaged
 
 check "the operator calls exactly what operator/api_calls.txt lists" \
 	"$py" "$root/e2e/tests/api_calls.py" check "$root/operator/src" "$list"
-# The reader must see a call added anywhere: a ConfigMap created through
+# The reader must see a call added anywhere: a claim created through
 # actions.c's create(), and a delete of a path it cannot resolve.
 planted() { # planted CODE WANT: CODE appended to a copy of actions.c fails the check saying WANT
 	local src=$state/src out
@@ -62,10 +62,11 @@ planted() { # planted CODE WANT: CODE appended to a copy of actions.c fails the 
 	printf '%s\n' "$out" | grep -q "$2"
 }
 check "a call added to the code and not to the list fails the check" planted \
-	'static int extra(const struct actions_ctx *ctx, const char *ns, const cJSON *o, char *err)
+	'static int extra(const struct actions_ctx *ctx, const char *ns, const cJSON *o,
+                 struct kube_result *res, char *err)
 {
-	return create(ctx, "", "v1", ns, "configmaps", o, NULL, err);
-}' 'calls core configmaps create, missing from'
+	return create(ctx, "", ns, "persistentvolumeclaims", o, NULL, res, err);
+}' 'calls core persistentvolumeclaims create, missing from'
 check "a call the reader cannot attribute fails the check" planted \
 	'static void extra(struct kube_api *api, const char *p, char *err)
 {

@@ -5,7 +5,10 @@
 
 operator_bin=${MWJ_OPERATOR_BIN:-$root/build/bin/mwj-operator}
 release=mwj-mwj-operator # the chart's full name for the release "mwj"
-if ! "$root/e2e/cluster/up.sh" "$state" --image "mwj-operator=$operator_bin" > /dev/null; then
+# With OwnerReferencesPermissionEnforcement on, as OpenShift runs it: the
+# chart must grant what that plugin asks.
+if ! MWJ_CLUSTER_ADMISSION_PLUGINS=OwnerReferencesPermissionEnforcement \
+	"$root/e2e/cluster/up.sh" "$state" --image "mwj-operator=$operator_bin" > /dev/null; then
 	echo "FAIL the local test cluster starts"
 	failed=$((failed + 1))
 	return 0
@@ -56,7 +59,7 @@ forbidden() { operator_log | grep -q "create pods.*403"; }
 # without create on pods, and a job that never gets its worker.
 no_pod_create() {
 	rm -rf "$state/chart-deny" && cp -r "$chart" "$state/chart-deny" &&
-		sed -i 's/verbs: \[list, watch, create, delete\]/verbs: [list, watch, delete]/' \
+		sed -i 's/verbs: \[get, list, watch, create, delete\]/verbs: [get, list, watch, delete]/' \
 			"$state/chart-deny/templates/rbac.yaml" &&
 		"$helm" upgrade mwj "$state/chart-deny" "${install_args[@]}" > /dev/null &&
 		mwj denied default > /dev/null || return 1
@@ -67,6 +70,21 @@ check "without create on pods the API server refuses the worker (403) and none i
 restored() { "$helm" upgrade mwj "$chart" "${install_args[@]}" > /dev/null &&
 	until_true 90 "mwj/denied to succeed" phase_of denied default Succeeded; }
 check "with the chart's RBAC back, the job goes on" restored
+plugin_refused() {
+	k get mwj orphaned -o jsonpath='{.status.conditions[?(@.type=="Created")].message}' |
+		grep -q "cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on"
+}
+no_finalizers() {
+	"$helm" upgrade mwj "$chart" "${install_args[@]}" \
+		--set rbac.ownerReferencesPermissionEnforcement=false > /dev/null &&
+		mwj orphaned default > /dev/null &&
+		until_true 60 "the plugin's refusal in the job's Created condition" plugin_refused
+}
+check "OwnerReferencesPermissionEnforcement without finalizers granted: every create refused, CreateRefused says why" \
+	no_finalizers
+healed() { "$helm" upgrade mwj "$chart" "${install_args[@]}" > /dev/null &&
+	until_true 120 "mwj/orphaned to succeed" phase_of orphaned default Succeeded; }
+check "the chart's default grants it, and the job goes on" healed
 
 holder() { [ -n "$(k -n "$ns" get lease mwj-operator -o jsonpath='{.spec.holderIdentity}' 2> /dev/null)" ]; }
 two() { "$helm" upgrade mwj "$chart" "${install_args[@]}" --set replicas=2 > /dev/null &&
