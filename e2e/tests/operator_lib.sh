@@ -45,28 +45,34 @@ ready() { [ "$(jp "pod/$1" '{.status.conditions[?(@.type=="Ready")].status}' 2> 
 running() { until_true 60 "pod/$1 to be Ready" ready "$1"; }
 events_of() { k get events --field-selector "involvedObject.kind=MultiWorkerJob,involvedObject.name=$1" -o jsonpath='{range .items[*]}{.reason}{"\n"}{end}'; }
 
-# A job: job NAME WORKERS STEPS [SPEC YAML] [CONTAINER YAML]. The workers
-# share the claim "ckpt" for backups and write the model beside them.
-job() {
-	local container=${5:-}
-	[ -n "$container" ] || container="        args: [train, --epochs, '1', --steps-per-epoch, '$3', --batch-size, '32', --threads, '1',
-               --save-freq, '20', --log-every, '10', --model-dir, /mwj/checkpoint/models/$1]"
+# A MultiWorkerJob: job_yaml NAME WORKERS SPEC POD CONTAINERS, each of the
+# last three YAML lines at their depth (spec members, pod spec members,
+# the containers' list items), or "".
+job_yaml() {
 	cat <<YAML
 apiVersion: training.mwj.io/v1
 kind: MultiWorkerJob
 metadata: {name: $1}
 spec:
   workers: $2
-  checkpoint: {volume: {persistentVolumeClaim: {claimName: ckpt}}}
-${4:-}
+${3:-}
   template:
     spec:
-      terminationGracePeriodSeconds: 5
+${4:-}
       containers:
-      - name: worker
-        image: mwj-worker:latest
-$container
+${5:-}
 YAML
+}
+# A job: job NAME WORKERS STEPS [SPEC YAML] [CONTAINER YAML]. The workers
+# share the claim "ckpt" for backups and write the model beside them.
+job() {
+	local container=${5:-}
+	[ -n "$container" ] || container="        args: [train, --epochs, '1', --steps-per-epoch, '$3', --batch-size, '32', --threads, '1',
+               --save-freq, '20', --log-every, '10', --model-dir, /mwj/checkpoint/models/$1]"
+	job_yaml "$1" "$2" "  checkpoint: {volume: {persistentVolumeClaim: {claimName: ckpt}}}
+${4:-}" "      terminationGracePeriodSeconds: 5" "      - name: worker
+        image: mwj-worker:latest
+$container"
 }
 # A job whose workers run a shell script instead of training: sh_job NAME
 # WORKERS SCRIPT [SPEC YAML].

@@ -17,25 +17,14 @@ set -u
 cluster_up
 . "$(dirname "$0")/operator_lib.sh"
 
-# A one-container job without a checkpoint volume, whose workers run a
-# shell script: mini NAME WORKERS SCRIPT [POD SPEC YAML] [CONTAINER YAML].
+# A job without a checkpoint volume, whose worker container runs a shell
+# script: mini NAME WORKERS SCRIPT [POD SPEC YAML] [MORE CONTAINERS YAML].
 mini() {
-	cat <<YAML
-apiVersion: training.mwj.io/v1
-kind: MultiWorkerJob
-metadata: {name: $1}
-spec:
-  workers: $2
-  template:
-    spec:
-      terminationGracePeriodSeconds: 2
-${4:-}
-      containers:
-      - name: worker
+	job_yaml "$1" "$2" "" "      terminationGracePeriodSeconds: 2
+${4:-}" "      - name: worker
         image: busybox:1.36
         command: [sh, -c, '$3']
-${5:-}
-YAML
+${5:-}"
 }
 # What a user reads, in namespace NS: field NS JOB JSONPATH.
 field() { k -n "$1" get "mwj/$2" -o jsonpath="$3" 2> /dev/null; }

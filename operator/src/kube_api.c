@@ -151,9 +151,18 @@ static void copy_line(char *out, size_t n, const char *src, size_t len)
 	out[len] = '\0';
 }
 
+/* obj.name, when a string, into out (n bytes) as one printable line. */
+static void copy_member(char *out, size_t n, const cJSON *obj, const char *name)
+{
+	const cJSON *s = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+	if (cJSON_IsString(s))
+		copy_line(out, n, s->valuestring, strlen(s->valuestring));
+}
+
 void kube_resp_parse_status(struct kube_resp *resp)
 {
-	const cJSON *kind, *reason, *message, *details, *cause, *name, *retry;
+	const cJSON *kind, *details, *retry;
 	cJSON *root;
 
 	resp->reason[0] = '\0';
@@ -169,24 +178,13 @@ void kube_resp_parse_status(struct kube_resp *resp)
 		cJSON_Delete(root);
 		return;
 	}
-	reason = cJSON_GetObjectItemCaseSensitive(root, "reason");
-	if (cJSON_IsString(reason))
-		copy_line(resp->reason, sizeof(resp->reason), reason->valuestring,
-		          strlen(reason->valuestring));
-	message = cJSON_GetObjectItemCaseSensitive(root, "message");
-	if (cJSON_IsString(message))
-		copy_line(resp->message, sizeof(resp->message), message->valuestring,
-		          strlen(message->valuestring));
+	copy_member(resp->reason, sizeof(resp->reason), root, "reason");
+	copy_member(resp->message, sizeof(resp->message), root, "message");
 	details = cJSON_GetObjectItemCaseSensitive(root, "details");
-	cause = cJSON_GetObjectItemCaseSensitive(
-	    cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(details, "causes"), 0), "reason");
-	if (cJSON_IsString(cause))
-		copy_line(resp->cause, sizeof(resp->cause), cause->valuestring,
-		          strlen(cause->valuestring));
-	name = cJSON_GetObjectItemCaseSensitive(details, "name");
-	if (cJSON_IsString(name))
-		copy_line(resp->name, sizeof(resp->name), name->valuestring,
-		          strlen(name->valuestring));
+	copy_member(resp->cause, sizeof(resp->cause),
+	            cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(details, "causes"), 0),
+	            "reason");
+	copy_member(resp->name, sizeof(resp->name), details, "name");
 	retry = cJSON_GetObjectItemCaseSensitive(details, "retryAfterSeconds");
 	if (resp->retry_after_s < 0 && cJSON_IsNumber(retry) && retry->valuedouble >= 0)
 		resp->retry_after_s = retry->valuedouble > RETRY_AFTER_MAX_S

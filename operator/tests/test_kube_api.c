@@ -527,6 +527,32 @@ static void test_status_body_gives_reason_and_message(void **state)
 	kube_api_release(&api);
 }
 
+/* A namespace being deleted, as NamespaceLifecycle says it: the cause and
+ * the object's name come through for the operator to act on. */
+static void test_status_body_gives_the_first_cause_and_the_name(void **state)
+{
+	const struct scripted script[] = {
+	    {403,
+	     "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"Forbidden\",\"message\":"
+	     "\"secrets \\\"j-ring-key-abcde\\\" is forbidden: unable to create new content in "
+	     "namespace ns because it is being terminated\",\"details\":{\"name\":"
+	     "\"j-ring-key-abcde\",\"kind\":\"secrets\",\"causes\":[{\"reason\":"
+	     "\"NamespaceTerminating\",\"message\":\"namespace ns is being terminated\","
+	     "\"field\":\"metadata.namespace\"}]},\"code\":403}",
+	     -1, NULL}};
+	struct kube_api api;
+	struct kube_resp resp;
+	char err[ERR_LEN];
+
+	(void)state;
+	fake_init(&api, script, 1, 30000);
+	assert_int_equal(kube_api_request(&api, &GET_POD, &resp, err), 0);
+	assert_string_equal(resp.cause, "NamespaceTerminating");
+	assert_string_equal(resp.name, "j-ring-key-abcde");
+	kube_resp_release(&resp);
+	kube_api_release(&api);
+}
+
 static void test_error_body_that_is_no_status_is_quoted_on_one_line(void **state)
 {
 	const struct scripted script[] = {{403, "<html>\n<b>forbidden</b>\r\n</html>", -1, NULL},
@@ -894,6 +920,7 @@ int main(void)
 	    cmocka_unit_test(test_409_on_create_is_not_retried_and_says_already_exists),
 	    cmocka_unit_test(test_a_409_after_an_unanswered_or_5xx_try_may_be_its_own),
 	    cmocka_unit_test(test_status_body_gives_reason_and_message),
+	    cmocka_unit_test(test_status_body_gives_the_first_cause_and_the_name),
 	    cmocka_unit_test(test_error_body_that_is_no_status_is_quoted_on_one_line),
 	    cmocka_unit_test(test_hostile_status_fields_are_cut_and_cleaned),
 	    cmocka_unit_test(test_get_sends_get_and_returns_the_object),
