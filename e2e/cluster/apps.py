@@ -179,16 +179,17 @@ class Apps:
                     if _without_hash((rs.get("spec") or {}).get("template") or {}) == want), None)
         desired = spec.get("replicas", 1)
         old = [rs for rs in owned if rs is not new]
+        pods = self.store.items(PODS, ns)
         if new is None:
             revision = max([_revision(rs) for rs in owned] + [0]) + 1
-            new = self.create_replica_set(d, template, desired if _can_grow(d, old) else 0,
-                                          revision)
+            new = self.create_replica_set(d, template,
+                                          desired if _can_grow(d, old, pods) else 0, revision)
             if new is None:
                 return
         elif not spec.get("paused"):
             if _revision(new) < max([_revision(rs) for rs in old] + [0]):
                 self.annotate(new, max(_revision(rs) for rs in old) + 1)
-            if _can_grow(d, old):
+            if _can_grow(d, old, pods):
                 self.scale(new, desired, d)
         if not spec.get("paused"):
             new_status = new.get("status") or {}
@@ -363,9 +364,17 @@ def _surge(d):
                    d["spec"].get("replicas", 1), True)
 
 
-def _can_grow(d, old):
+def _can_grow(d, old, pods):
     """Recreate waits for the old sets' pods to be gone before the new set
-    grows; RollingUpdate does not wait."""
+    grows: none counted by a set, and none of their pods in a phase that is
+    not terminal, a pod being deleted among them (its node has not stopped
+    it yet), as the deployment controller's oldPodsRunning checks
+    (pkg/controller/deployment/recreate.go). RollingUpdate does not wait."""
     if ((d.get("spec") or {}).get("strategy") or {}).get("type") != "Recreate":
         return True
-    return all((rs.get("status") or {}).get("replicas", 0) == 0 for rs in old)
+    if any((rs.get("status") or {}).get("replicas", 0) for rs in old):
+        return False
+    uids = {rs["metadata"]["uid"] for rs in old}
+    return not any(_controller_uid(p) in uids and
+                   (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+                   for p in pods)

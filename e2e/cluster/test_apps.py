@@ -162,6 +162,33 @@ class AppsTest(unittest.TestCase):
         images = [p["spec"]["containers"][0]["image"] for p in self.pods()]
         self.assertEqual(images, ["app:2"])
 
+    def test_recreate_waits_for_the_old_pods_to_stop_not_only_to_be_deleted(self):
+        # recreate.go's oldPodsRunning: a pod being deleted that its node
+        # has not stopped (phase Running) holds the new set back, so that
+        # an old and a new pod never run at once (two operators acting).
+        self.apply(deployment("web", 1, "app:1", "Recreate"))
+        self.sync()
+        self.ready_all()
+        old = self.pods()[0]
+        self.apply(deployment("web", 1, "app:2", "Recreate"))
+        self.c.sync()
+        # The old set scaled down deleted its pod: on a node, the pod stays,
+        # marked, until the node has stopped it.
+        terminating = clone(old)
+        terminating["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        for k in ("resourceVersion",):
+            terminating["metadata"].pop(k, None)
+        self.store.create(PODS, "default", terminating)
+        self.sync(4)
+        new = [r for r in self.sets() if r["spec"]["template"]["spec"]["containers"][0]["image"]
+               == "app:2"][0]
+        self.assertEqual(new["spec"]["replicas"], 0)
+        self.assertEqual(self.pods(), [])
+        self.store.remove(PODS, "default", old["metadata"]["name"])
+        self.sync(4)
+        images = [p["spec"]["containers"][0]["image"] for p in self.pods()]
+        self.assertEqual(images, ["app:2"])
+
 
     def test_a_deployment_is_validated_as_the_real_server_validates_it(self):
         kind = self.registry.kind("apps/v1", "deployments")
