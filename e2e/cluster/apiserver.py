@@ -555,7 +555,11 @@ class Handler(BaseHTTPRequestHandler):
         selected = bool(arg(query, "labelSelector", "") or arg(query, "fieldSelector", ""))
         items, extra = page(items, query, selected)
         if as_table:
-            return self.send_json(200, tables.table(kind, items, rv))
+            # The list's continue and remainingItemCount too, as asTable
+            # (apiserver/pkg/endpoints/handlers/response.go) copies them.
+            table = tables.table(kind, items, rv)
+            table["metadata"].update(extra)
+            return self.send_json(200, table)
         meta = {"resourceVersion": rv}
         meta.update(extra)
         return self.send_json(200, {"kind": kind.kind + "List",
