@@ -273,10 +273,12 @@ class PodRun:
         unknown: ErrImagePull; its config cannot be made:
         CreateContainerConfigError)."""
         restarting = c.ran or "terminated" in c.last_state
+        c.restarts += restarting  # before spawn: the log file is numbered by it
         try:
             argv, env, workdir, user = container_command(self.node, self, c)
             c.proc = spawn(self.node, self, c, argv, env, workdir, user)
         except (ImageError, ConfigError) as e:
+            c.restarts -= restarting  # nothing was created
             c.proc = None
             c.state = {"waiting": {"reason": "ErrImagePull" if isinstance(e, ImageError)
                                    else "CreateContainerConfigError", "message": str(e)}}
@@ -289,14 +291,12 @@ class PodRun:
             return None
         except StartError as e:
             c.proc = None
-            c.restarts += restarting
             stamp = now()
             c.state = {"terminated": {"exitCode": 128, "reason": "StartError",
                                       "message": str(e), "startedAt": stamp, "finishedAt": stamp}}
             self.node.event(self.pod, "Warning", "Failed", str(e))
             self.after_exit(c, 128)
             return False
-        c.restarts += restarting
         c.container_id = "local://%d" % c.proc.pid
         self.node.exits.watch(c.proc.pid, self.wake.set)
         c.ran = True
