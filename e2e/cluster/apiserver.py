@@ -559,7 +559,11 @@ class Handler(BaseHTTPRequestHandler):
         selected = bool(arg(query, "labelSelector", "") or arg(query, "fieldSelector", ""))
         items, extra = page(items, query, selected)
         if as_table:
-            return self.send_json(200, tables.table(kind, items, rv))
+            # The list's continue and remainingItemCount too, as asTable
+            # (apiserver/pkg/endpoints/handlers/response.go) copies them.
+            table = tables.table(kind, items, rv)
+            table["metadata"].update(extra)
+            return self.send_json(200, table)
         meta = {"resourceVersion": rv}
         meta.update(extra)
         return self.send_json(200, {"kind": kind.kind + "List",
@@ -677,6 +681,9 @@ def main():
                    "every container")
     p.add_argument("--image", action="append", default=[], metavar="NAME=PATH",
                    help="the entrypoint of image NAME (its repository name)")
+    p.add_argument("--image-user", action="append", default=[], metavar="NAME=UID[:GID]",
+                   help="the user image NAME runs as (its Dockerfile's USER; root when not "
+                        "given)")
     # Behind up.sh's nginx, which terminates TLS and speaks HTTP/2 to the
     # clients as a real API server does, this one serves plain HTTP/1.1 on a
     # private loopback port, and pods are told the front's port.
@@ -716,12 +723,18 @@ def main():
     server.bookmark_every = a.bookmark_seconds
     server.node = None
     if a.node_dir:
-        images = {}
+        images, users = {}, {}
         for item in a.image:
             image, _, path = item.partition("=")
             images[image] = os.path.abspath(path)
+        for item in a.image_user:
+            m = re.fullmatch(r"([^=]+)=(\d{1,10})(?::(\d{1,10}))?", item)
+            if not m or int(m.group(2)) >= 2**31 or int(m.group(3) or 0) >= 2**31:
+                p.error("--image-user %r is not NAME=UID[:GID]" % item)
+            users[m.group(1)] = (int(m.group(2)), int(m.group(3) or 0))
         server.node = Node(Handler.api, a.node_dir, images, a.podnet, a.sandbox, public_port,
-                           a.ca, a.token, log=lambda msg: print(msg, file=sys.stderr, flush=True))
+                           a.ca, a.token, log=lambda msg: print(msg, file=sys.stderr, flush=True),
+                           image_users=users)
         server.node.start()
 
     def stop(signum, _frame):

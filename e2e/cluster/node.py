@@ -13,16 +13,23 @@ operator creates, with local processes instead of containers.
   /etc/resolv.conf are the pod's, the host name is the pod's, and the
   pod's volumes are bind-mounted at their mountPath. Mount points missing
   on the host are created there.
-- DNS: the pod's /etc/hosts holds the names cluster DNS gives: its own, and
-  <hostname>.<subdomain>.<ns>.svc[.cluster.local] (and the shorter forms a
-  search path reaches from the same namespace) for every pod behind a
-  headless Service, not-ready pods included when the Service has
-  publishNotReadyAddresses. It is rewritten in place as pods come and go.
+- DNS: a DNS server of the cluster's own (node_dnsd.py, on port 53 of an
+  address taken like a pod's) answers <hostname>.<svc>.<ns>.svc.cluster.local
+  and <svc>.<ns>.svc.cluster.local for every pod behind a headless
+  Service, not-ready pods included when the Service has
+  publishNotReadyAddresses; each pod's resolv.conf names it with the
+  search path that reaches the shorter forms, and its /etc/hosts is the
+  kubelet's (its own names).
 - Images: the image's repository name (no registry, tag or digest) picks
-  an entrypoint given with --image NAME=PATH; the image of our worker maps
-  to the built mwj-worker. A container with a command runs that command on
-  the host, whatever its image. An unknown image without a command waits
-  with ErrImagePull.
+  an entrypoint given with --image NAME=PATH, and a user given with
+  --image-user NAME=UID[:GID] (the USER of its Dockerfile); the image of
+  our worker maps to the built mwj-worker, as 65532:65532. A container with
+  a command runs that command on the host, whatever its image. An unknown
+  image without a command waits with ErrImagePull.
+- Users: each container runs as the user, group and supplementary groups
+  a kubelet and runtime give it (runAsUser, runAsGroup, the image's user,
+  fsGroup, supplementalGroups; node_security.py); runAsNonRoot with an
+  effective user 0 leaves it waiting, CreateContainerConfigError.
 - Env: the container's env (value, $(VAR) references, fieldRef of the
   downward API, configMapKeyRef, secretKeyRef) and envFrom configMaps and
   secrets, HOSTNAME, and KUBERNETES_SERVICE_HOST/PORT for the API server.
@@ -32,17 +39,26 @@ operator creates, with local processes instead of containers.
 - Volumes: emptyDir (a folder per pod), hostPath (with its type checks),
   persistentVolumeClaim (a folder per claim; claims are bound when
   created), configMap and secret (their keys as files), downwardAPI, and
-  projected (serviceAccountToken, configMap, secret, downwardAPI sources).
-  Other kinds fail to mount, with a FailedMount event, and the pod stays
-  Pending.
+  projected (serviceAccountToken, configMap, secret, downwardAPI sources),
+  with the kubelet's file modes and owners and fsGroup's ownership
+  (node_volumes.py). A container sees only the volumes it mounts, at their
+  mountPath, read-only where mounted so. Other kinds fail to mount, with a
+  FailedMount event, and the pod stays Pending.
+- Init containers run one after another, each to exit 0, before the
+  containers start. One with restartPolicy Always is a sidecar (Kubernetes
+  1.28+): it is started in its turn (started is enough: probes are not
+  run), runs beside the containers, is restarted whenever it exits, and is
+  stopped after the last container has exited, sidecars in reverse order.
 - Status: Pending (ContainerCreating), Running and Ready once the
   containers start (probes are not run), then Succeeded or Failed with
   each container's exit code and reason (Completed, Error, StartError), as
-  containerStatuses show them. restartPolicy Always and OnFailure restart
-  a container in place, with a back-off of 1 s doubling to 10 s (the
-  kubelet's is 10 s to 5 min).
-- Deletion: SIGTERM to the container's process group, the grace period,
-  SIGKILL, then the pod is deleted for good (grace 0).
+  containerStatuses show them; the phase follows the containers, not the
+  sidecars; conditions carry the kubelet's reasons and messages.
+  restartPolicy Always and OnFailure restart a container in place, with a
+  back-off of 1 s doubling to 10 s (the kubelet's is 10 s to 5 min).
+- Deletion: SIGTERM to the containers' process groups (the containers
+  first, then the sidecars in reverse order), the grace period, SIGKILL,
+  then the pod is deleted for good (grace 0).
 - Logs: one file per container and restart under
   <state>/pods/<ns>/<name>-<uid>/, served to kubectl logs.
 - Faults for tests: preempt (as the scheduler or an eviction does), kill
@@ -55,9 +71,12 @@ The parts, one file each:
                    status, stopping.
   node_exec.py     starting a container: command, env, image, sandbox.
   node_exits.py    waking a pod's thread when one of its processes exits.
+  node_security.py the user, groups and runAsNonRoot of a container.
   node_volumes.py  volumes, and the configMaps, secrets and downward API
                    that volumes and env read.
-  node_dns.py      a pod's /etc/hosts and /etc/resolv.conf.
+  node_dns.py      a pod's /etc/hosts and /etc/resolv.conf, and the
+                   records of cluster DNS.
+  node_dnsd.py     the DNS server that answers them.
   node_const.py    the store keys, name and address the parts share.
   podsandbox.c     the sandbox each container's process starts in.
 
@@ -67,13 +86,15 @@ import os
 import random
 import re
 import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
 
 from errors import ApiError
 from node_const import HOST_IP, NODE_NAME, PODS, PVCS, SERVICES
-from node_dns import write_dns
+from node_dns import DnsRecords
 from node_exits import ExitWatcher
 from node_pod import PodRun, pod_dir
 from registry import Request
@@ -84,12 +105,13 @@ class Node:
     """Runs the pods of the store in `api` bound to this node."""
 
     def __init__(self, api, state, images, podnet, sandbox, server_port, ca, token,
-                 log=print):
+                 log=print, image_users=None):
         self.api = api
         self.store = api.store
         self.registry = api.registry
         self.state = state
         self.images = images
+        self.image_users = image_users or {}  # image name -> (uid, gid)
         self.podnet = podnet
         self.sandbox = sandbox
         self.server_port = server_port
@@ -104,12 +126,14 @@ class Node:
         # a test run) would otherwise both give their first pod 127.0.0.2,
         # and the second pod to listen on a port there fails to bind.
         self.next_ip = random.SystemRandom().randrange(1, 254 * 256 - 1)
-        self.dns_dirty = threading.Event()
-        self.dns_lock = threading.Lock()
-        self.dns_records = []  # what cluster DNS last answered (node_dns.py)
+        self.dns = None         # the records (node_dns.py), once started
+        self.dns_server = None  # its process (node_dnsd.py)
         self.exits = ExitWatcher(log)
         self.stopping = False
-        os.makedirs(os.path.join(state, "pods"), exist_ok=True)
+        # Root's alone: pods that run as other users reach their volumes
+        # through their mounts, never through another pod's folder.
+        os.makedirs(os.path.join(state, "pods"), mode=0o700, exist_ok=True)
+        os.chmod(state, 0o700)
 
     # --- the loop: follow the store's changes, as the kubelet's watch ---
 
@@ -125,7 +149,31 @@ class Node:
                                           "message": "the local test node runs pods as "
                                           "processes", "lastTransitionTime": now()}]}
         self.store.replace("/v1/nodes", None, NODE_NAME, node)
+        self.start_dns()
         threading.Thread(target=self.loop, daemon=True, name="node").start()
+
+    def start_dns(self):
+        """The cluster's DNS server on port 53 of an address of its own
+        (another cluster on this machine may hold the one tried first)."""
+        path = os.path.join(self.state, "dns-records")
+        last = ""
+        for _ in range(5):
+            address = self.take_ip()
+            self.dns = DnsRecords(self.store, path, address, self.log)
+            proc = subprocess.Popen(
+                [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                              "node_dnsd.py"),
+                 "--address", address, "--records", path],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                close_fds=True)
+            if proc.stdout.readline().strip() == b"ready":
+                proc.stdout.close()
+                self.dns_server = proc
+                self.dns.start()
+                return
+            last = proc.stderr.read().decode(errors="replace").strip()
+            proc.wait()
+        raise RuntimeError("the cluster's DNS server did not start: " + last)
 
     def loop(self):
         rv = None
@@ -141,9 +189,6 @@ class Node:
                     rv = ev.rv
                     self.handle(ev.key, ev.type, ev.obj)
                 rv = max(rv, newest)
-                if self.dns_dirty.is_set():
-                    self.dns_dirty.clear()
-                    write_dns(self)
             except Exception as e:  # keep the node alive; say what went wrong
                 self.log("node: %r" % e)
                 time.sleep(0.5)
@@ -161,12 +206,12 @@ class Node:
             for key, r in list(self.runs.items()):
                 if key not in alive:
                     r.request_stop(0, gone=True)
-        self.dns_dirty.set()
+        self.dns.mark()
         return int(rv)
 
     def handle(self, key, etype, obj):
         if key == SERVICES:
-            self.dns_dirty.set()
+            self.dns.mark()
         elif key == PVCS and etype == "ADDED":
             self.bind_claim(obj)
         elif key == PODS:
@@ -183,7 +228,7 @@ class Node:
             if etype == "DELETED":
                 if run:
                     run.request_stop(0, gone=True)
-                self.dns_dirty.set()
+                self.dns.mark()
                 return
             if spec.get("nodeName") not in (None, "", NODE_NAME):
                 return  # another node's
@@ -202,7 +247,7 @@ class Node:
             # (the loop may lag behind the pod's thread) must not start it again.
             if run or phase in ("Succeeded", "Failed") or md["uid"] in self.ran or \
                     self.stopping:
-                self.dns_dirty.set()
+                self.dns.mark()
                 return
             # The event's object is the store's own, which no one may change;
             # the run keeps a copy that binding completes.
@@ -222,7 +267,7 @@ class Node:
             if self.runs.get((run.ns, run.name)) is run:
                 del self.runs[(run.ns, run.name)]
             self.ips.discard(run.ip)
-        self.dns_dirty.set()
+        self.dns.mark()
 
     def shutdown(self):
         """Kills every pod's processes (the node goes away)."""
@@ -232,6 +277,9 @@ class Node:
         for r in runs:
             r.request_stop(0, gone=True)
             r.signal(signal.SIGKILL)
+        if self.dns_server:
+            self.dns.stop()
+            self.dns_server.kill()
 
     # --- writing to the store ---
 

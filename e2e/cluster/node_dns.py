@@ -1,40 +1,93 @@
-"""Cluster DNS of the local test cluster's node, as files: each pod's
-/etc/resolv.conf, and its /etc/hosts with the names of the pods behind
-headless Services, rewritten in place as pods and Services change (see
-DNS in node.py).
+"""Cluster DNS of the local test cluster's node: each pod's
+/etc/resolv.conf and /etc/hosts, and the records that node_dnsd.py (the
+cluster's DNS server, a process of its own) answers with (see DNS in
+node.py).
+
+- /etc/hosts is the kubelet's managed hosts file
+  (pkg/kubelet/kubelet_pods.go, managedHostsFileContent): localhost, the
+  pod's own address with its FQDN when it has a subdomain, and its
+  hostAliases. Written once, before the first container starts.
+- /etc/resolv.conf names the DNS server, with the search path and ndots
+  of dnsPolicy ClusterFirst.
+- The records are what CoreDNS serves for headless Services with a
+  selector: <svc>.<ns>.svc.cluster.local for the address of every pod
+  behind it (ready ones, and not-ready ones when the Service has
+  publishNotReadyAddresses; never finished ones), and
+  <hostname>.<svc>.<ns>.svc.cluster.local for each pod with a hostname
+  whose subdomain is the Service (the endpoints controller names an
+  address only then: pkg/controller/endpoint), else the address with
+  dashes for dots in place of the hostname, as CoreDNS does.
+
+The records go to one file, written whole and renamed into place by a
+thread of the node that waits for a change, at most RECORDS_PER_SECOND
+times a second: a change costs one pass over the pods, however many pods
+there are, where rewriting every pod's /etc/hosts with every other pod's
+name cost the square of their number (4,096 pods behind one Service:
+4,096 files of 4,096 lines, for each pod that started).
 
 Standard library only.
 """
 import os
+import threading
+import time
 
 from node_const import PODS, SERVICES
 
+RECORDS_PER_SECOND = 5
+DOMAIN = "cluster.local"
+
+
+def resolv_conf(ns, nameserver):
+    """A pod's /etc/resolv.conf under dnsPolicy ClusterFirst
+    (pkg/kubelet/network/dns: the search path of the pod's namespace,
+    ndots:5)."""
+    return ("search %s.svc.%s svc.%s %s\nnameserver %s\noptions ndots:5\n"
+            % (ns, DOMAIN, DOMAIN, DOMAIN, nameserver))
+
+
+def hosts_text(pod, ip):
+    """The kubelet's managed /etc/hosts for pod at address ip."""
+    md, spec = pod["metadata"], pod.get("spec") or {}
+    hostname = spec.get("hostname") or md["name"]
+    lines = ["# Kubernetes-managed hosts file.", "127.0.0.1\tlocalhost",
+             "::1\tlocalhost ip6-localhost ip6-loopback", "fe00::0\tip6-localnet",
+             "fe00::0\tip6-mcastprefix", "fe00::1\tip6-allnodes", "fe00::2\tip6-allrouters"]
+    if spec.get("subdomain"):
+        lines.append("%s\t%s.%s.%s.svc.%s\t%s" % (ip, hostname, spec["subdomain"],
+                                                 md["namespace"], DOMAIN, hostname))
+    else:
+        lines.append("%s\t%s" % (ip, hostname))
+    aliases = [a for a in spec.get("hostAliases") or [] if isinstance(a, dict)]
+    if aliases:
+        lines.append("\n# Entries added by HostAliases.")
+        for a in aliases:
+            lines.append("%s\t%s" % (a.get("ip", ""), "\t".join(a.get("hostnames") or [])))
+    return "\n".join(lines) + "\n"
+
 
 def prepare_pod(node, run):
-    """The pod's /etc/resolv.conf, and its /etc/hosts filled in, before any
-    container starts (the sandbox bind-mounts both). Its hosts take what
-    cluster DNS answered last; the node's loop rewrites them when that
-    changes."""
+    """The pod's /etc/resolv.conf and /etc/hosts, before any container
+    starts (the sandbox bind-mounts both)."""
     with open(os.path.join(run.dir, "resolv.conf"), "w") as f:
-        f.write("nameserver 127.0.0.1\nsearch %s.svc.cluster.local svc.cluster.local "
-                "cluster.local\noptions ndots:5 attempts:1 timeout:1\n" % run.ns)
-    with node.dns_lock:
-        run.dns_ready = True
-        _write_hosts(node, run, node.dns_records)
-    node.dns_dirty.set()
+        f.write(resolv_conf(run.ns, node.dns.address))
+    with open(os.path.join(run.dir, "hosts"), "w") as f:
+        f.write(hosts_text(run.pod, run.ip))
 
 
-def headless_records(pods, services):
-    """What cluster DNS answers for the pods behind headless Services, in
-    Service then pod order: (namespace, pod IP, names as a pod of that
-    namespace sees them, names as a pod of another sees them)."""
+def _ready(status):
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in status.get("conditions") or [])
+
+
+def records(pods, services):
+    """What cluster DNS answers: [(FQDN, address)], Services in order,
+    each Service's pods in the order given."""
     headless = [s for s in services if (s.get("spec") or {}).get("clusterIP") == "None" and
                 (s.get("spec") or {}).get("selector")]
     if not headless:
         return []
     # Pods by one label each, so that a Service looks at the pods that may
-    # match it rather than at every pod: with hundreds of each, every pod
-    # start made this quadratic.
+    # match it rather than at every pod.
     by_label = {}
     for p in pods:
         pmd, pst = p["metadata"], p.get("status") or {}
@@ -44,71 +97,72 @@ def headless_records(pods, services):
             by_label.setdefault((pmd["namespace"], k, v), []).append(p)
     out = []
     for svc in headless:
-        smd, sspec = svc["metadata"], svc["spec"]
-        ns, sname = smd["namespace"], smd["name"]
+        ns, sname = svc["metadata"]["namespace"], svc["metadata"]["name"]
+        sspec = svc["spec"]
+        service = "%s.%s.svc.%s" % (sname, ns, DOMAIN)
         first = next(iter(sspec["selector"].items()))
         for p in by_label.get((ns, first[0], first[1]), []):
-            pmd, pspec, pst = p["metadata"], p.get("spec") or {}, p["status"]
-            labels = pmd.get("labels") or {}
+            labels = p["metadata"].get("labels") or {}
             if any(labels.get(k) != v for k, v in sspec["selector"].items()):
                 continue
-            ready = any(c.get("type") == "Ready" and c.get("status") == "True"
-                        for c in pst.get("conditions", []))
-            if not ready and not sspec.get("publishNotReadyAddresses"):
+            pst, pspec = p["status"], p.get("spec") or {}
+            if not sspec.get("publishNotReadyAddresses") and not _ready(pst):
                 continue
-            service = ["%s.%s.svc.cluster.local" % (sname, ns), "%s.%s.svc" % (sname, ns)]
-            own, short = [], []
-            if pspec.get("subdomain") == sname:
-                host = "%s.%s" % (pspec.get("hostname") or pmd["name"], sname)
-                own = ["%s.%s.svc.cluster.local" % (host, ns), "%s.%s.svc" % (host, ns)]
-                short = ["%s.%s" % (host, ns), host]
-            out.append((ns, pst["podIP"], own + short + service + [sname + "." + ns, sname],
-                        own + service))
+            ip = pst["podIP"]
+            host = pspec.get("hostname") if pspec.get("subdomain") == sname else None
+            out.append(("%s.%s" % (host or ip.replace(".", "-"), service), ip))
+            out.append((service, ip))
     return out
 
 
-def hosts_text(run, records):
-    """run's /etc/hosts, given what cluster DNS answers (headless_records)."""
-    lines = ["127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost ip6-loopback"]
-    spec = run.pod.get("spec") or {}
-    own = [run.hostname]
-    if spec.get("subdomain"):
-        own.insert(0, "%s.%s.%s.svc.cluster.local" % (run.hostname, spec["subdomain"],
-                                                      run.ns))
-    lines.append("%s\t%s" % (run.ip, " ".join(own)))
-    for ns, ip, same, other in records:
-        lines.append("%s\t%s" % (ip, " ".join(same if ns == run.ns else other)))
-    return "\n".join(lines) + "\n"
+class DnsRecords:
+    """Keeps the records file in step with the store: mark() after any
+    change of pods or Services; a thread rewrites the file (when what it
+    holds has changed) at most RECORDS_PER_SECOND times a second."""
 
+    def __init__(self, store, path, address, log=print):
+        self.store = store
+        self.path = path
+        self.address = address  # the DNS server's, which resolv.conf names
+        self.log = log
+        self.dirty = threading.Event()
+        self.written = None
+        self.stopping = False
+        self.write()
 
-def hosts_for(run, pods, services):
-    """The lines of run's /etc/hosts."""
-    return hosts_text(run, headless_records(pods, services))
+    def start(self):
+        threading.Thread(target=self._loop, daemon=True, name="node-dns").start()
 
+    def mark(self):
+        self.dirty.set()
 
-def write_dns(node):
-    """Rewrites the /etc/hosts of every pod the node runs, when what
-    cluster DNS answers has changed."""
-    with node.dns_lock:
-        services = node.store.items(SERVICES)
-        pods = node.store.items(PODS) if any(
+    def stop(self):
+        self.stopping = True
+        self.dirty.set()
+
+    def write(self):
+        """Writes the records now, if they changed; True if it wrote."""
+        services = self.store.items(SERVICES)
+        pods = self.store.items(PODS) if any(
             (s.get("spec") or {}).get("clusterIP") == "None" for s in services) else []
-        records = headless_records(pods, services)
-        if records == node.dns_records:
-            return
-        node.dns_records = records
-        with node.lock:
-            runs = [r for r in node.runs.values() if r.dns_ready]
-        for r in runs:
-            _write_hosts(node, r, records)
+        text = "".join("%s %s\n" % r for r in records(pods, services))
+        if text == self.written:
+            return False
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, self.path)
+        self.written = text
+        return True
 
-
-def _write_hosts(node, run, records):
-    path = os.path.join(run.dir, "hosts")
-    # In place, never by rename: the pod's bind mount holds the inode.
-    try:
-        with open(path, "r+b" if os.path.exists(path) else "wb") as f:
-            f.write(hosts_text(run, records).encode())
-            f.truncate()
-    except OSError as e:
-        node.log("node: hosts of %s/%s: %s" % (run.ns, run.name, e))
+    def _loop(self):
+        while not self.stopping:
+            self.dirty.wait()
+            self.dirty.clear()
+            if self.stopping:
+                return
+            try:
+                self.write()
+            except Exception as e:  # keep the records going; say what went wrong
+                self.log("node: DNS records: %r" % e)
+            time.sleep(1.0 / RECORDS_PER_SECOND)

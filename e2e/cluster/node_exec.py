@@ -1,7 +1,8 @@
 """Starting a container of the local test cluster's node as a process:
 its argv (the image's entrypoint or the container's command), its
-environment, and the sandbox (podsandbox.c) that gives it the pod's /etc
-files, host name and volumes (see Images, Env and Sandbox in node.py).
+environment, its user (node_security.py), and the sandbox (podsandbox.c)
+that gives it the pod's /etc files, host name and volumes, and drops to
+its user (see Images, Env, Users and Sandbox in node.py).
 
 Standard library only.
 """
@@ -12,6 +13,7 @@ import subprocess
 
 from errors import ApiError
 from node_const import HOST_IP, PODS
+from node_security import ConfigError, identity
 from node_volumes import MountError, field_value, source_data
 
 HOST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -41,12 +43,16 @@ def expand(text, env):
 
 
 def container_command(node, run, c):
-    """(argv, env, working directory) of container c."""
+    """(argv, env, working directory, (uid, gid, groups)) of container c.
+    ConfigError for one the kubelet would not create (its env cannot be
+    made, runAsNonRoot), StartError for one the runtime cannot start."""
     spec = c.spec
     image = spec.get("image", "")
     entry = node.images.get(image_repository(image))
+    user = identity(run.pod, spec, node.image_users.get(image_repository(image)))
     path = HOST_PATH if not entry else os.path.dirname(entry) + ":" + HOST_PATH
-    env = {"PATH": path, "HOME": "/root", "HOSTNAME": run.hostname,
+    # A runtime takes HOME from the image's /etc/passwd, else "/".
+    env = {"PATH": path, "HOME": "/root" if user[0] == 0 else "/", "HOSTNAME": run.hostname,
            "KUBERNETES_SERVICE_HOST": HOST_IP,
            "KUBERNETES_SERVICE_PORT": str(node.server_port),
            "KUBERNETES_SERVICE_PORT_HTTPS": str(node.server_port),
@@ -57,7 +63,7 @@ def container_command(node, run, c):
         try:
             data = source_data(node, run, kind, ref)
         except MountError as e:
-            raise StartError(str(e)) from e
+            raise ConfigError(str(e)) from e
         for k, v in data.items():
             env[src.get("prefix", "") + k] = v.decode("utf-8", "replace")
     try:
@@ -86,7 +92,7 @@ def container_command(node, run, c):
                 raise ValueError("only fieldRef, configMapKeyRef and secretKeyRef are "
                                  "supported")
         except (ApiError, ValueError, MountError) as err:
-            raise StartError('env %s: %s' % (name, err)) from err
+            raise ConfigError('env %s: %s' % (name, err)) from err
     command = [expand(str(a), env) for a in spec.get("command") or []]
     args = [expand(str(a), env) for a in spec.get("args") or []]
     if not command:
@@ -108,28 +114,35 @@ def container_command(node, run, c):
     for k in ("UBSAN_OPTIONS", "LSAN_OPTIONS"):
         if k in os.environ:
             env[k] = os.environ[k]
-    return [exe] + argv[1:], env, spec.get("workingDir") or "/"
+    return [exe] + argv[1:], env, spec.get("workingDir") or "/", user
 
 
-def spawn(node, run, c, argv, env, workdir):
+def spawn(node, run, c, argv, env, workdir, user):
     """Starts argv in a mount and UTS namespace of its own, with the
-    pod's hosts, resolv.conf, host name and volumes (podsandbox.c)."""
+    pod's hosts, resolv.conf, host name and volumes, as user (uid, gid,
+    groups) (podsandbox.c). Only the volumes c mounts are there."""
+    uid, gid, groups = user
+    # Mounted read-write, as the kubelet (makeHostsMount) and the runtime
+    # mount them: files of root's, 0644.
     binds = ["rw", os.path.join(run.dir, "hosts"), "/etc/hosts",
              "rw", os.path.join(run.dir, "resolv.conf"), "/etc/resolv.conf"]
     for m in c.spec.get("volumeMounts") or []:
-        src = run.mounts.get(m.get("name"))
-        if src is None:
+        mounted = run.mounts.get(m.get("name"))
+        if mounted is None:
             raise StartError('volumeMount "%s": no volume of that name' % m.get("name"))
+        src, read_only = mounted
         if m.get("subPath"):
             src = os.path.normpath(os.path.join(src, m["subPath"]))
             os.makedirs(src, exist_ok=True)
-        binds += ["ro" if m.get("readOnly") else "rw", src, m.get("mountPath", "")]
+        binds += ["ro" if m.get("readOnly") or read_only else "rw", src,
+                  m.get("mountPath", "")]
     logs = os.path.join(run.dir, "logs")
     os.makedirs(logs, exist_ok=True)
     out = open(os.path.join(logs, "%s-%d.log" % (c.name, c.restarts)), "ab")
     try:
         proc = subprocess.Popen(
-            [node.sandbox, run.hostname, workdir] + binds + ["--"] + argv,
+            [node.sandbox, "-u", str(uid), "-g", str(gid), "-G", ",".join(map(str, groups)),
+             run.hostname, workdir] + binds + ["--"] + argv,
             env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
             start_new_session=True, close_fds=True)
         # For down.sh, should this process die without stopping its pods.

@@ -2,14 +2,44 @@
 folders and files, and the configMaps, secrets and downward API fields
 that volumes and a container's env both read (see Volumes in node.py).
 
+Modes and owners are the kubelet's:
+- configMap, secret, downwardAPI and projected files get the item's mode,
+  else the volume's defaultMode (0644 by default), owned by root
+  (pkg/volume/secret, configmap, downwardapi, projected: MakePayload and
+  CollectData). Their folder is the emptyDir they are written into: on
+  disk for configMap (0777), in memory for the others (a tmpfs: 1777).
+  They are always mounted read-only (kubelet_pods.go makeMounts:
+  mount.ReadOnly || the plugin's GetAttributes().ReadOnly).
+- A serviceAccountToken file gets defaultMode, but 0600 when the pod has
+  an fsGroup or all its containers share one runAsUser, and is then owned
+  by that user (projected.go collectData, FsUserFrom).
+- emptyDir folders are 0777 (pkg/volume/emptydir), as are claims' folders:
+  kind's local-path provisioner makes them with `mkdir -m 0777`
+  (rancher/local-path-provisioner's setup script) as hostPath volumes.
+- With an fsGroup, every file and folder of an emptyDir, configMap,
+  secret, downwardAPI or projected volume gets the group fsGroup and the
+  group's read (and write, for emptyDir) bits; folders also setgid and
+  the group's x bit (pkg/volume/volume_linux.go, SetVolumeOwnership and
+  changeFilePermission: 0400 becomes 0440). hostPath and claims (hostPath
+  persistent volumes, whose plugin does not manage ownership) are left
+  as they are.
+
 Standard library only.
 """
 import base64
 import os
 import re
+import stat
 
 from errors import ApiError
 from node_const import CONFIGMAPS, PODS, PVCS, SECRETS, SERVICEACCOUNTS
+from node_security import fs_group, fs_user
+
+MODE_DEFAULT = 0o644
+RW_MASK, RO_MASK, EXEC_MASK = 0o660, 0o440, 0o110  # volume_linux.go
+DIR_DISK, DIR_MEMORY = 0o777, 0o1777  # an emptyDir on disk; a fresh tmpfs
+# The kinds the kubelet always mounts read-only.
+READ_ONLY_KINDS = ("configMap", "secret", "downwardAPI", "projected")
 
 
 class MountError(Exception):
@@ -33,24 +63,53 @@ def field_value(pod, path):
 
 
 def mount_volumes(node, run):
-    """{volume name: host path} for each of run's volumes, made ready;
-    MountError for one that cannot be."""
+    """{volume name: (host path, read-only)} for each of run's volumes,
+    made ready; MountError for one that cannot be."""
     out = {}
     spec = run.pod.get("spec") or {}
     for v in spec.get("volumes") or []:
         try:
-            out[v.get("name")] = mount_volume(node, run, v)
+            path = mount_volume(node, run, v)
         except OSError as e:
             raise MountError('volume "%s": %s' % (v.get("name"), e)) from e
+        out[v.get("name")] = (path, any(k in v for k in READ_ONLY_KINDS))
     return out
+
+
+def make_dir(path, mode):
+    """A folder at path with exactly mode (whatever the umask)."""
+    os.makedirs(path, exist_ok=True)
+    os.chmod(path, mode)
+
+
+def set_ownership(path, group, read_only):
+    """SetVolumeOwnership with the policy Always: everything under path
+    gets group and the mask; folders setgid and x for the group too.
+    Symbolic links are left alone."""
+    mask = RO_MASK if read_only else RW_MASK
+
+    def change(target):
+        st = os.lstat(target)
+        if stat.S_ISLNK(st.st_mode):
+            return
+        os.chown(target, -1, group)
+        extra = mask | (stat.S_ISGID | EXEC_MASK if stat.S_ISDIR(st.st_mode) else 0)
+        os.chmod(target, stat.S_IMODE(st.st_mode) | extra)
+    change(path)
+    for top, dirs, files in os.walk(path):
+        for name in dirs + files:
+            change(os.path.join(top, name))
 
 
 def mount_volume(node, run, v):
     """The host path of volume v, made ready."""
     name = v.get("name")
+    group = fs_group(run.pod)
     if "emptyDir" in v:
         path = os.path.join(run.dir, "volumes", name)
-        os.makedirs(path, exist_ok=True)
+        make_dir(path, DIR_DISK)
+        if group is not None:
+            set_ownership(path, group, read_only=False)
         return path
     if "hostPath" in v:
         hp = v["hostPath"] or {}
@@ -80,24 +139,26 @@ def mount_volume(node, run, v):
         except ApiError as e:
             raise MountError('persistentvolumeclaim "%s" not found' % claim) from e
         path = os.path.join(node.state, "volumes", run.ns, claim)
-        os.makedirs(path, exist_ok=True)
+        if not os.path.isdir(path):
+            make_dir(path, DIR_DISK)
         return path
     if "configMap" in v:
         ref = v["configMap"] or {}
-        return write_items(node, run, name, [("configMap", ref)])
+        return write_items(node, run, name, ref, [("configMap", ref)], DIR_DISK)
     if "secret" in v:
         ref = dict(v["secret"] or {})
         ref["name"] = ref.get("secretName", "")
-        return write_items(node, run, name, [("secret", ref)])
+        return write_items(node, run, name, ref, [("secret", ref)], DIR_MEMORY)
     if "projected" in v:
         sources = []
         for src in (v["projected"] or {}).get("sources") or []:
             for kind in ("serviceAccountToken", "configMap", "secret", "downwardAPI"):
                 if kind in src:
                     sources.append((kind, src[kind] or {}))
-        return write_items(node, run, name, sources)
+        return write_items(node, run, name, v["projected"] or {}, sources, DIR_MEMORY)
     if "downwardAPI" in v:
-        return write_items(node, run, name, [("downwardAPI", v["downwardAPI"] or {})])
+        ref = v["downwardAPI"] or {}
+        return write_items(node, run, name, ref, [("downwardAPI", ref)], DIR_MEMORY)
     kinds = [k for k in v if k != "name"]
     raise MountError('volume "%s": %s volumes are not supported by the local test node'
                      % (name, kinds[0] if kinds else "empty"))
@@ -105,12 +166,18 @@ def mount_volume(node, run, v):
 
 def source_data(node, run, kind, ref):
     """The files a volume source holds: {relative path: bytes}."""
+    return {path: data for path, (data, _) in source_files(node, run, kind, ref).items()}
+
+
+def source_files(node, run, kind, ref):
+    """The files a volume source holds: {relative path: (bytes, the
+    item's mode or None)}."""
     if kind == "serviceAccountToken":
-        return {ref.get("path", "token"): pod_token(node, run, ref).encode()}
+        return {ref.get("path", "token"): (pod_token(node, run, ref).encode(), None)}
     if kind == "downwardAPI":
         pod = node.store.get(PODS, run.ns, run.name)
-        return {it.get("path", ""): str(field_value(pod, (it.get("fieldRef") or {}).get(
-            "fieldPath", ""))).encode() for it in ref.get("items") or []}
+        return {it.get("path", ""): (str(field_value(pod, (it.get("fieldRef") or {}).get(
+            "fieldPath", ""))).encode(), it.get("mode")) for it in ref.get("items") or []}
     key = CONFIGMAPS if kind == "configMap" else SECRETS
     obj = node.store.find(key, run.ns, ref.get("name", ""))
     if obj is None:
@@ -129,7 +196,7 @@ def source_data(node, run, kind, ref):
                 continue
             raise MountError('%s "%s": no key %r' % (kind.lower(), ref.get("name"),
                                                      it.get("key")))
-        out[it.get("path", "")] = data[it["key"]]
+        out[it.get("path", "")] = (data[it["key"]], it.get("mode"))
     return out
 
 
@@ -148,17 +215,34 @@ def pod_token(node, run, ref):
     return token
 
 
-def write_items(node, run, name, sources):
+def write_items(node, run, name, volume, sources, dir_mode):
     """A volume of files from configMap, secret, serviceAccountToken and
-    downwardAPI sources, written into the pod's folder."""
+    downwardAPI sources, written into the pod's folder (volume: the
+    volume's source, for its defaultMode), with the modes and owners of
+    the module's docstring."""
     path = os.path.join(run.dir, "volumes", name)
-    os.makedirs(path, exist_ok=True)
+    make_dir(path, dir_mode)
+    default = volume.get("defaultMode")
+    default = MODE_DEFAULT if default is None else int(default)
+    user, group = fs_user(run.pod), fs_group(run.pod)
     for kind, ref in sources:
-        for rel, content in source_data(node, run, kind, ref).items():
+        for rel, (content, mode) in source_files(node, run, kind, ref).items():
             target = os.path.normpath(os.path.join(path, rel))
             if not target.startswith(path + os.sep):
                 raise MountError('volume "%s": bad path %r' % (name, rel))
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            with open(target, "wb") as f:
+            # Folders of nested paths as the kubelet's AtomicWriter makes them.
+            os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+            owner = 0
+            mode = default if mode is None else int(mode)
+            if kind == "serviceAccountToken" and (user is not None or group is not None):
+                # "When FsGroup is set, we depend on SetVolumeOwnership to
+                # change from 0600 to 0640." (projected.go)
+                mode, owner = 0o600, user if user is not None else 0
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as f:
                 f.write(content)
+                os.fchown(f.fileno(), owner, 0)
+                os.fchmod(f.fileno(), mode & 0o7777)
+    if group is not None:
+        set_ownership(path, group, read_only=True)
     return path

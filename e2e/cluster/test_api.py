@@ -70,6 +70,21 @@ class ApiTest(unittest.TestCase):
                 break
         self.assertEqual(seen, ["p0", "p1", "p2", "p3", "p4"])
 
+    def test_a_table_of_a_limited_list_carries_the_continue_token(self):
+        # As the real server's asTable copies the list's ListMeta: without
+        # it, `kubectl get pods` (chunks of 500) stopped at the first 500.
+        seen, token = [], ""
+        for _ in range(10):
+            q = "labelSelector=index&limit=2" + ("&continue=" + token if token else "")
+            r = self.k.request("GET", PODS + "?" + q, headers={
+                "Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})
+            self.assertEqual((r.status, r.body["kind"]), (200, "Table"))
+            seen += [row["cells"][0] for row in r.body["rows"]]
+            token = r.body["metadata"].get("continue", "")
+            if not token:
+                break
+        self.assertEqual(seen, ["p0", "p1", "p2", "p3", "p4"])
+
     def test_deleting_an_owner_deletes_its_dependents_in_turn(self):
         _, svc = self.k.call("POST", SVCS, {"apiVersion": "v1", "kind": "Service",
                                            "metadata": {"name": "owner"},

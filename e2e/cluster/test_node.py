@@ -1,25 +1,38 @@
 """The node's pure parts: image names, $(VAR) references, downward-API
-fields, and the /etc/hosts a pod sees (cluster DNS for headless
-Services), written when a pod starts and rewritten in place when what
-cluster DNS answers changes."""
+fields, and cluster DNS: the records a headless Service's pods get, the
+file they are kept in (written once per change, however many pods), the
+DNS server that answers from it, and a pod's own /etc/hosts and
+resolv.conf."""
 import os
 import shutil
+import socket
+import struct
+import subprocess
+import sys
 import tempfile
-import threading
+import time
 import unittest
 
 from node_const import PODS, SERVICES
-from node_dns import hosts_for, prepare_pod, write_dns
+from node_dns import DnsRecords, hosts_text, records, resolv_conf
+from node_dnsd import answer
 from node_exec import expand, image_repository
-from node_pod import PodRun
 from node_volumes import field_value
 from store import Store
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+FQDN = "job-worker-%d.job.default.svc.cluster.local"
+SVC = "job.default.svc.cluster.local"
 
-def pod(name, ip, ready=True, labels=None, subdomain="job", ns="default", phase="Running"):
+
+def pod(name, ip, ready=True, labels=None, subdomain="job", ns="default", phase="Running",
+        hostname=True):
+    spec = {"subdomain": subdomain, "containers": []}
+    if hostname:
+        spec["hostname"] = name
     return {"metadata": {"name": name, "namespace": ns, "uid": name + "-uid",
                          "labels": labels or {"job": "job"}},
-            "spec": {"hostname": name, "subdomain": subdomain, "containers": []},
+            "spec": spec,
             "status": {"podIP": ip, "phase": phase, "conditions": [
                 {"type": "Ready", "status": "True" if ready else "False"}]}}
 
@@ -30,8 +43,28 @@ def service(name, publish, ns="default", cluster_ip="None"):
                      "publishNotReadyAddresses": publish}}
 
 
-class FakeNode:
-    state = "/nonexistent"
+def query(name, qtype=1, qid=7):
+    """A DNS query for name, as glibc sends it (recursion desired)."""
+    q = b"".join(bytes([len(p)]) + p.encode() for p in name.split(".")) + b"\0"
+    return struct.pack("!HHHHHH", qid, 0x0100, 1, 0, 0, 0) + q + struct.pack("!HH", qtype, 1)
+
+
+def parse_reply(msg):
+    """(rcode, [addresses]) of a reply to one question."""
+    qid, flags, qd, an = struct.unpack_from("!HHHH", msg, 0)
+    i = 12
+    while msg[i]:
+        i += 1 + msg[i]
+    i += 5
+    addrs = []
+    for _ in range(an):
+        i += 2  # the name: a pointer
+        rtype, _, _, rdlen = struct.unpack_from("!HHIH", msg, i)
+        i += 10
+        if rtype == 1:
+            addrs.append(socket.inet_ntoa(msg[i:i + rdlen]))
+        i += rdlen
+    return flags & 0xF, addrs
 
 
 class NodeTest(unittest.TestCase):
@@ -57,110 +90,163 @@ class NodeTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             field_value(p, "spec.containers")
 
-    def hosts(self, viewer, pods, services):
-        run = PodRun(FakeNode(), viewer, viewer["status"]["podIP"])
-        return hosts_for(run, pods, services)
 
-    def test_hosts_name_every_pod_behind_a_headless_service(self):
+class RecordsTest(unittest.TestCase):
+    """What cluster DNS answers for the pods behind headless Services."""
+
+    def test_every_pod_behind_a_headless_service_has_its_name_and_the_services(self):
         a, b = pod("job-worker-0", "127.0.0.2"), pod("job-worker-1", "127.0.0.3", ready=False)
-        text = self.hosts(a, [a, b], [service("job", True)])
-        self.assertIn("127.0.0.2\tjob-worker-0.job.default.svc.cluster.local job-worker-0\n",
-                      text)
-        line = [ln for ln in text.splitlines() if ln.startswith("127.0.0.3\t")][0].split()
-        for name in ("job-worker-1.job.default.svc.cluster.local", "job-worker-1.job.default.svc",
-                     "job-worker-1.job.default", "job-worker-1.job"):
-            self.assertIn(name, line)
+        self.assertEqual(records([a, b], [service("job", True)]), [
+            (FQDN % 0, "127.0.0.2"), (SVC, "127.0.0.2"),
+            (FQDN % 1, "127.0.0.3"), (SVC, "127.0.0.3")])
 
     def test_not_ready_pods_are_left_out_unless_the_service_publishes_them(self):
         a, b = pod("job-worker-0", "127.0.0.2"), pod("job-worker-1", "127.0.0.3", ready=False)
-        self.assertNotIn("127.0.0.3", self.hosts(a, [a, b], [service("job", False)]))
+        self.assertEqual([ip for _, ip in records([a, b], [service("job", False)])],
+                         ["127.0.0.2", "127.0.0.2"])
 
     def test_finished_pods_other_namespaces_and_cluster_ip_services(self):
         a = pod("job-worker-0", "127.0.0.2")
         done = pod("job-worker-1", "127.0.0.3", phase="Succeeded")
         other = pod("job-worker-2", "127.0.0.4", ns="team")
-        text = self.hosts(a, [a, done, other], [service("job", True),
-                                               service("job", True, ns="team")])
-        self.assertNotIn("127.0.0.3", text)
-        line = [ln for ln in text.splitlines() if ln.startswith("127.0.0.4\t")][0].split()
-        self.assertIn("job-worker-2.job.team.svc", line)
-        self.assertNotIn("job-worker-2.job", line)  # no search path reaches another namespace
-        running = pod("job-worker-1", "127.0.0.3")
-        self.assertIn("127.0.0.3", self.hosts(a, [a, running], [service("job", True)]))
-        self.assertNotIn("127.0.0.3", self.hosts(a, [a, running], [
-            service("job", True, cluster_ip="10.0.0.1")]))
+        names = [n for n, _ in records([a, done, other], [service("job", True),
+                                                          service("job", True, ns="team")])]
+        self.assertEqual(names, [FQDN % 0, SVC, "job-worker-2.job.team.svc.cluster.local",
+                                 "job.team.svc.cluster.local"])
+        self.assertEqual(records([a], [service("job", True, cluster_ip="10.0.0.1")]), [])
+
+    def test_a_pod_without_hostname_or_of_another_subdomain_is_named_by_its_address(self):
+        # The endpoints controller names an address only for a pod with a
+        # hostname whose subdomain is the Service; CoreDNS uses the
+        # address, dashed, for the others.
+        a = pod("job-worker-0", "127.0.0.2", hostname=False)
+        b = pod("job-worker-1", "127.0.0.3", subdomain="other")
+        self.assertEqual([n for n, _ in records([a, b], [service("job", True)])],
+                         ["127-0-0-2." + SVC, SVC, "127-0-0-3." + SVC, SVC])
 
 
-class DnsNode:
-    """What node_dns reads of the node."""
+class HostsTest(unittest.TestCase):
+    def test_hosts_are_the_kubelets_with_the_pods_own_names_only(self):
+        p = pod("job-worker-0", "127.0.0.2")
+        p["spec"]["hostAliases"] = [{"ip": "10.1.2.3", "hostnames": ["db", "db.local"]}]
+        text = hosts_text(p, "127.0.0.2")
+        self.assertTrue(text.startswith("# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n"))
+        self.assertIn("\n127.0.0.2\t%s\tjob-worker-0\n" % (FQDN % 0), text)
+        self.assertTrue(text.endswith("\n\n# Entries added by HostAliases.\n"
+                                      "10.1.2.3\tdb\tdb.local\n"))
+        bare = pod("solo", "127.0.0.9", subdomain="")
+        self.assertIn("\n127.0.0.9\tsolo\n", hosts_text(bare, "127.0.0.9"))
 
-    def __init__(self, state):
-        self.state = state
-        self.store = Store()
-        self.lock = threading.RLock()
-        self.dns_lock = threading.Lock()
-        self.dns_dirty = threading.Event()
-        self.dns_records = []
-        self.runs = {}
-
-    def log(self, msg):
-        raise AssertionError(msg)
+    def test_resolv_conf_names_the_server_with_the_namespaces_search_path(self):
+        self.assertEqual(resolv_conf("team", "127.0.5.6"),
+                         "search team.svc.cluster.local svc.cluster.local cluster.local\n"
+                         "nameserver 127.0.5.6\noptions ndots:5\n")
 
 
-class DnsTest(unittest.TestCase):
+class DnsRecordsTest(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="mwj-dns-test-")
-        self.node = DnsNode(self.dir)
+        self.path = os.path.join(self.dir, "records")
+        self.store = Store()
 
     def tearDown(self):
         shutil.rmtree(self.dir)
 
-    def start(self, p):
-        """A pod the node runs, as far as DNS goes: in the store, and its
-        files written as before its containers start."""
-        self.node.store.create(PODS, "default", p)
-        run = PodRun(self.node, p, p["status"]["podIP"])
-        os.makedirs(run.dir)
-        self.node.runs[("default", run.name)] = run
-        prepare_pod(self.node, run)
-        return run
-
-    def hosts(self, run):
-        with open(os.path.join(run.dir, "hosts")) as f:
+    def read(self):
+        with open(self.path) as f:
             return f.read()
 
-    def answers(self, run):
-        """The lines of run's hosts after localhost and its own."""
-        return self.hosts(run).splitlines()[3:]
-
-    def test_pods_learn_of_each_other_when_a_headless_service_selects_them(self):
-        a = self.start(pod("job-worker-0", "127.0.0.2"))
-        inode = os.stat(os.path.join(a.dir, "hosts")).st_ino
-        self.assertEqual(self.answers(a), [])
-        self.node.store.create(SERVICES, "default", service("job", False))
-        write_dns(self.node)
-        b = self.start(pod("job-worker-1", "127.0.0.3"))
-        write_dns(self.node)
-        for run in (a, b):
-            self.assertEqual([line.split("\t")[0] for line in self.answers(run)],
-                             ["127.0.0.2", "127.0.0.3"])
-        # In place: the container's bind mount holds the file's inode.
-        self.assertEqual(os.stat(os.path.join(a.dir, "hosts")).st_ino, inode)
-
-    def test_hosts_are_written_again_only_when_the_answers_change(self):
-        self.node.store.create(SERVICES, "default", service("job", False))
-        a = self.start(pod("job-worker-0", "127.0.0.2"))
-        write_dns(self.node)
-        with open(os.path.join(a.dir, "hosts"), "a") as f:
-            f.write("# untouched\n")
-        write_dns(self.node)
-        self.assertIn("# untouched", self.hosts(a))
-        # A pod that stops being ready drops out of every pod's hosts.
-        cur = self.node.store.get(PODS, "default", "job-worker-0")
+    def test_the_file_follows_the_store_and_is_written_only_when_it_changes(self):
+        dns = DnsRecords(self.store, self.path, "127.0.9.9")
+        self.assertEqual(self.read(), "")
+        self.store.create(SERVICES, "default", service("job", False))
+        self.store.create(PODS, "default", pod("job-worker-0", "127.0.0.2"))
+        self.assertTrue(dns.write())
+        self.assertEqual(self.read(), "%s 127.0.0.2\n%s 127.0.0.2\n" % (FQDN % 0, SVC))
+        inode = os.stat(self.path).st_ino
+        self.assertFalse(dns.write())  # nothing changed: not written
+        self.assertEqual(os.stat(self.path).st_ino, inode)
+        cur = self.store.get(PODS, "default", "job-worker-0")
         cur["status"]["conditions"][0]["status"] = "False"
-        self.node.store.replace(PODS, "default", "job-worker-0", cur)
-        write_dns(self.node)
-        self.assertEqual(self.answers(a), [])
+        self.store.replace(PODS, "default", "job-worker-0", cur)
+        self.assertTrue(dns.write())
+        self.assertEqual(self.read(), "")
+
+    def test_a_burst_of_changes_is_one_write_per_pass_whatever_the_number_of_pods(self):
+        self.store.create(SERVICES, "default", service("job", True))
+        dns = DnsRecords(self.store, self.path, "127.0.9.9")
+        dns.start()
+        try:
+            for i in range(2000):
+                self.store.create(PODS, "default", pod("job-worker-%d" % i,
+                                                       "127.0.%d.%d" % (i // 250, i % 250 + 1)))
+                dns.mark()
+            deadline = time.monotonic() + 30
+            while self.read().count("\n") < 4000 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            self.assertEqual(self.read().count("\n"), 4000)
+        finally:
+            dns.stop()
+
+
+class DnsServerTest(unittest.TestCase):
+    """node_dnsd.py's answers, and the server on a real socket."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="mwj-dnsd-test-")
+        self.path = os.path.join(self.dir, "records")
+        with open(self.path, "w") as f:
+            f.write("%s 127.0.0.2\n%s 127.0.0.2\n%s 127.0.0.3\n%s 127.0.0.3\n"
+                    % (FQDN % 0, SVC, FQDN % 1, SVC))
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def ask(self, name, qtype=1):
+        names = {}
+        with open(self.path) as f:
+            for line in f:
+                n, ip = line.split()
+                names.setdefault(n, []).append(socket.inet_aton(ip))
+        return parse_reply(answer(query(name, qtype), names))
+
+    def test_a_pod_name_and_a_service_name_resolve_case_insensitively(self):
+        self.assertEqual(self.ask(FQDN % 1), (0, ["127.0.0.3"]))
+        self.assertEqual(self.ask(SVC.upper()), (0, ["127.0.0.2", "127.0.0.3"]))
+
+    def test_unknown_names_other_types_and_outside_names(self):
+        self.assertEqual(self.ask("job-worker-9.job.default.svc.cluster.local"), (3, []))
+        self.assertEqual(self.ask(FQDN % 0, qtype=28), (0, []))  # AAAA: no data
+        self.assertEqual(self.ask("example.com"), (5, []))        # REFUSED
+
+    def test_malformed_queries_get_formerr_or_nothing(self):
+        self.assertEqual(answer(b"\x00\x07", {}), None)
+        bad = struct.pack("!HHHHHH", 7, 0x0100, 1, 0, 0, 0) + b"\x40abc"
+        self.assertEqual(struct.unpack_from("!H", answer(bad, {}), 2)[0] & 0xF, 1)
+        self.assertIsNone(answer(struct.pack("!HHHHHH", 7, 0x8000, 1, 0, 0, 0) + b"\x01", {}))
+
+    def test_the_server_answers_on_its_socket_and_rereads_a_replaced_file(self):
+        port = 20000 + os.getpid() % 20000
+        proc = subprocess.Popen([sys.executable, os.path.join(HERE, "node_dnsd.py"),
+                                 "--address", "127.0.0.1", "--port", str(port),
+                                 "--records", self.path], stdout=subprocess.PIPE)
+        try:
+            self.assertEqual(proc.stdout.readline().strip(), b"ready")
+            sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            self.addCleanup(sock.close)
+            sock.settimeout(5)
+            sock.sendto(query(FQDN % 0), ("127.0.0.1", port))
+            self.assertEqual(parse_reply(sock.recv(512)), (0, ["127.0.0.2"]))
+            tmp = self.path + ".tmp"
+            with open(tmp, "w") as f:
+                f.write("%s 127.0.0.7\n" % (FQDN % 0))
+            os.replace(tmp, self.path)
+            sock.sendto(query(FQDN % 0), ("127.0.0.1", port))
+            self.assertEqual(parse_reply(sock.recv(512)), (0, ["127.0.0.7"]))
+        finally:
+            proc.kill()
+            proc.wait()
+            proc.stdout.close()
 
 
 if __name__ == "__main__":

@@ -265,6 +265,27 @@ class ContainerTest(unittest.TestCase):
         self.assertEqual(texts(validation.validate_pod(p)),
                          ['spec.initContainers[0].name: Duplicate value: "worker"'])
 
+    def test_restart_policy_on_an_init_container_may_only_be_always(self):
+        # validateInitContainers and validateInitContainerRestartPolicy
+        # (pkg/apis/core/validation/validation.go): Always makes a sidecar.
+        p = pod()
+        init = dict(container(p), name="proxy", ports=[], restartPolicy="Always")
+        p["spec"]["initContainers"] = [init]
+        self.assertEqual(texts(validation.validate_pod(p)), [])
+        init["restartPolicy"] = "OnFailure"
+        del init["readinessProbe"]
+        self.assertEqual(texts(validation.validate_pod(p)),
+                         ['spec.initContainers[0].restartPolicy: Unsupported value: '
+                          '"OnFailure": supported values: "Always"'])
+
+    def test_restart_policy_is_refused_on_a_regular_container(self):
+        # validateContainers: "These fields are disallowed for regular containers".
+        p = pod()
+        container(p)["restartPolicy"] = "Always"
+        self.assertEqual(texts(validation.validate_pod(p)),
+                         ["spec.containers[0].restartPolicy: Forbidden: may not be set for "
+                          "non-init containers"])
+
     def test_env_names_follow_the_relaxed_rule_of_v1_32_and_later(self):
         self.assertTrue(validation_container.RELAXED_ENV_VAR_NAMES)
         p = pod()

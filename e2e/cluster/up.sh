@@ -2,7 +2,7 @@
 # Starts the local test cluster (the API server and its node) and writes a
 # kubeconfig that kubectl and mwj-operator use:
 #
-#   e2e/cluster/up.sh [STATE_DIR] [--image NAME=PATH ...]
+#   e2e/cluster/up.sh [STATE_DIR] [--image NAME=PATH ...] [--image-user NAME=UID[:GID] ...]
 #
 # Clients reach it as they reach a real API server: TLS with HTTP/2 or
 # HTTP/1.1 through ALPN, served by nginx (scripts/install-deps.sh installs
@@ -16,7 +16,9 @@
 # nginx/ for its temporary files), and node/: each pod's folder (logs,
 # hosts) and the volumes. The image of our worker (repository name
 # mwj-worker) runs $MWJ_WORKER_BIN, by default the built
-# build/bin/mwj-worker; --image maps more images to entrypoints.
+# build/bin/mwj-worker, as the user 65532:65532 of its Dockerfile;
+# --image maps more images to entrypoints, --image-user gives an image's
+# user (an image without one runs as root, as one without USER does).
 # Stop it with e2e/cluster/down.sh [STATE_DIR].
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,8 +32,13 @@ while [ $# -gt 0 ]; do
 		images+=(--image "$2")
 		shift 2
 		;;
+	--image-user)
+		[ $# -ge 2 ] || { echo "up: --image-user needs NAME=UID[:GID]" >&2; exit 1; }
+		images+=(--image-user "$2")
+		shift 2
+		;;
 	-*)
-		echo "usage: $0 [STATE_DIR] [--image NAME=PATH ...]" >&2
+		echo "usage: $0 [STATE_DIR] [--image NAME=PATH ...] [--image-user NAME=UID[:GID] ...]" >&2
 		exit 1
 		;;
 	*)
@@ -55,12 +62,18 @@ if [ -f "$dir/apiserver.pid" ] && kill -0 "$(cat "$dir/apiserver.pid")" 2>/dev/n
 fi
 worker=${MWJ_WORKER_BIN:-$root/build/bin/mwj-worker}
 [ -x "$worker" ] || echo "up: warning: no worker binary at $worker (run make); pods of the mwj-worker image will not start" >&2
-images=(--image "mwj-worker=$worker" "${images[@]}")
+images=(--image "mwj-worker=$worker" --image-user mwj-worker=65532:65532 "${images[@]}")
 
 # Pods' processes preload podnet.so: listening on all interfaces listens on
 # the pod's own loopback address. Each container starts in podsandbox.
 cc -O2 -fPIC -shared "$here/podnet.c" -o "$dir/podnet.so" -ldl
 cc -O2 "$here/podsandbox.c" -o "$dir/podsandbox"
+# Containers run as their own users, and the loader of each must read
+# podnet.so: the folder can be passed through (not listed), the library
+# read; the keys, token and kubeconfig here stay root's (0600), and the
+# node's folder (pods, volumes) root's alone (0700).
+chmod 711 "$dir"
+chmod 755 "$dir/podnet.so"
 
 # A CA of its own, and a server certificate for 127.0.0.1 signed by it.
 openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=mwj-local-ca" \

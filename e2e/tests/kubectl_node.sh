@@ -4,8 +4,11 @@
 # with code 3, a signal, a restart in place), kubectl logs reads them, env
 # and the downward API reach them, two mwj-worker pods find each other by
 # their headless Service's DNS names and train on one port with a PVC for
-# backups, and a preempted, evicted, killed, deleted or cascade-deleted pod
-# goes as on a real cluster. Ends with "N passed, N failed".
+# backups, a preempted, evicted, killed, deleted or cascade-deleted pod
+# goes as on a real cluster, native sidecars start before and stop after
+# the containers, a container that exits beside another shows so, and a
+# container runs as its user, with its groups and its volumes' modes, or
+# is refused for runAsNonRoot. Ends with "N passed, N failed".
 set -u
 . "$(dirname "$0")/lib.sh"
 cluster_up
@@ -224,5 +227,137 @@ cascade() {
 		gone "$pid"
 }
 check "deleting a job deletes the pods it owns, and their processes" cascade
+
+# A native sidecar (Kubernetes 1.28+) beside a worker, as a log shipper
+# or a mesh proxy is deployed: it starts first, runs beside the worker,
+# and is stopped after it; the pod follows the worker.
+sidecar_pod() { # sidecar_pod NAME WORKER_EXIT
+	cat <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: $1}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 5
+  initContainers:
+  - name: shipper
+    image: busybox:1.36
+    restartPolicy: Always
+    command: [sh, -c, 'trap "echo shipper stopped; exit 0" TERM; echo shipper up; while :; do sleep 0.1; done']
+  containers:
+  - name: worker
+    image: busybox:1.36
+    command: [sh, -c, 'echo worker ran; sleep 3; exit $2']
+YAML
+}
+sidecar_runs() {
+	# Polled, not waited for: kubectl wait may see a passing state late.
+	worker_beside_sidecar() { [ "$(jp pod/sidecar '{.status.phase} {.status.containerStatuses[0].started} {.status.initContainerStatuses[0].started} {.status.initContainerStatuses[0].ready}')" = "Running true true true" ]; }
+	sidecar_pod sidecar 0 | k apply -f - > /dev/null &&
+		until_true 30 "the worker running beside its sidecar" worker_beside_sidecar &&
+		phase_is sidecar Succeeded &&
+		[ "$(jp pod/sidecar '{.status.initContainerStatuses[0].state.terminated.exitCode} {.status.containerStatuses[0].state.terminated.exitCode}')" = "0 0" ] &&
+		[ "$(k logs sidecar -c shipper)" = "$(printf 'shipper up\nshipper stopped')" ] &&
+		[ "$(k logs sidecar -c worker)" = "worker ran" ]
+}
+check "a native sidecar runs beside the worker, is stopped after it, and the pod Succeeds" sidecar_runs
+
+sidecar_failed() {
+	sidecar_pod sidecar-failed 3 | k apply -f - > /dev/null && phase_is sidecar-failed Failed &&
+		k describe pod sidecar-failed > "$state/describe" &&
+		grep -q '^Init Containers:' "$state/describe" &&
+		awk '/^Containers:/{c=1} c && /Exit Code:/{print $3; exit}' "$state/describe" | grep -qx 3
+}
+check "a worker that fails beside a sidecar fails the pod; kubectl describe shows both" sidecar_failed
+
+beside() {
+	cat <<'YAML' | k apply -f - > /dev/null || return 1
+apiVersion: v1
+kind: Pod
+metadata: {name: beside}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: worker, image: busybox:1.36, command: [sh, -c, 'exit 0']}
+  - {name: shipper, image: busybox:1.36, command: [sh, -c, 'exec sleep 300']}
+YAML
+	k wait --for=jsonpath='{.status.containerStatuses[0].state.terminated.reason}'=Completed pod/beside --timeout=30s > /dev/null &&
+		[ "$(jp pod/beside '{.status.phase} {.status.containerStatuses[0].state.terminated.exitCode} {.status.containerStatuses[1].state.running.startedAt}' | cut -d' ' -f1,2)" = "Running 0" ] &&
+		[ -n "$(jp pod/beside '{.status.containerStatuses[1].state.running.startedAt}')" ] &&
+		k delete pod beside --wait=true --timeout=30s > /dev/null
+}
+check "a container that exits 0 beside a running one leaves the pod Running, it Completed" beside
+
+# Users, groups and volume files, as a kubelet and runtime give them.
+users() {
+	cat <<'YAML' | k apply -f - > /dev/null || return 1
+apiVersion: v1
+kind: Secret
+metadata: {name: users-key}
+data: {key: c2VjcmV0}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: users}
+spec:
+  restartPolicy: Never
+  securityContext: {runAsUser: 1000, runAsGroup: 3000, fsGroup: 2000, supplementalGroups: [4000]}
+  volumes:
+  - {name: key, secret: {secretName: users-key, defaultMode: 0400}}
+  - {name: scratch, emptyDir: {}}
+  containers:
+  - name: main
+    image: busybox:1.36
+    volumeMounts: [{name: key, mountPath: /mwj-test/key}, {name: scratch, mountPath: /mwj-test/scratch}]
+    command: [sh, -c, 'id -u; id -G; cat /mwj-test/key/key; echo; stat -c "%a %u %g" /mwj-test/key/key /mwj-test/scratch /var/run/secrets/kubernetes.io/serviceaccount/token']
+YAML
+	phase_is users Succeeded &&
+		[ "$(k logs users -c main)" = "$(printf '1000\n3000 2000 4000\nsecret\n440 0 2000\n2777 0 2000\n640 1000 2000')" ]
+}
+check "a container runs as runAsUser with its groups; fsGroup owns its secret 0440 and its emptyDir" users
+
+image_user() {
+	cat <<'YAML' | k apply -f - > /dev/null || return 1
+apiVersion: v1
+kind: Pod
+metadata: {name: image-user}
+spec:
+  restartPolicy: Never
+  securityContext: {runAsNonRoot: true}
+  containers:
+  - {name: main, image: mwj-worker:latest, command: [sh, -c, 'id -u; id -g']}
+YAML
+	phase_is image-user Succeeded && [ "$(k logs image-user)" = "$(printf '65532\n65532')" ]
+}
+check "the worker image runs as its user 65532:65532, which runAsNonRoot accepts" image_user
+
+non_root() {
+	cat <<'YAML' | k apply -f - > /dev/null || return 1
+apiVersion: v1
+kind: Pod
+metadata: {name: non-root}
+spec:
+  restartPolicy: Never
+  securityContext: {runAsNonRoot: true}
+  containers:
+  - {name: main, image: busybox:1.36, command: [id]}
+YAML
+	k wait --for=jsonpath='{.status.containerStatuses[0].state.waiting.reason}'=CreateContainerConfigError pod/non-root --timeout=30s > /dev/null &&
+		k get pod non-root --no-headers | grep -q CreateContainerConfigError &&
+		k describe pod non-root | grep -q 'Error: container has runAsNonRoot and image will run as root (pod: "non-root_default(' &&
+		[ "$(jp pod/non-root '{.status.phase}')" = Pending ] &&
+		k delete pod non-root --wait=true --timeout=30s > /dev/null
+}
+check "runAsNonRoot refuses a container that would run as root: CreateContainerConfigError" non_root
+
+refused_policy() {
+	local out
+	out=$(sidecar_pod bad-policy 0 | sed 's/restartPolicy: Always/restartPolicy: OnFailure/' | k apply -f - 2>&1) && return 1
+	grep -q 'spec.initContainers\[0\].restartPolicy: Unsupported value: "OnFailure": supported values: "Always"' <<< "$out" || { echo "$out"; return 1; }
+	out=$(pod bad-main Never 'true' '' '    restartPolicy: Always' | k apply -f - 2>&1) && return 1
+	grep -q 'spec.containers\[0\].restartPolicy: Forbidden: may not be set for non-init containers' <<< "$out" || { echo "$out"; return 1; }
+}
+check "restartPolicy is refused on a container, and on an init container unless Always" refused_policy
 
 finish
