@@ -53,6 +53,10 @@ reasons_in() { # reasons_in NS JOB: the job's Event reasons, one a line, with th
 # API writes into namespace NS so far, from the API server's front.
 writes_in() { grep -cE "\"(POST|PUT|PATCH|DELETE) /apis?/[^ ]*/namespaces/$1/" "$state/nginx-access.log"; }
 attempts_of() { field "$1" "$2" '{.status.workerAttempts} {.status.sentAttempts}'; }
+created_attempts() { # created_attempts NS JOB: "index attempt" of each pod created, from the Events
+	k -n "$1" get events --field-selector "involvedObject.kind=MultiWorkerJob,involvedObject.name=$2,reason=CreatedPod" \
+		-o jsonpath='{range .items[*]}{.message}{"\n"}{end}' | sed -n 's/.*(worker \([0-9]*\), attempt \([0-9]*\))$/\1 \2/p' | sort
+}
 pod_attempts() { # pod_attempts NS JOB: "index attempt" of each pod
 	k -n "$1" get pods -l "training.mwj.io/job-name=$2" \
 		-o jsonpath='{range .items[*]}{.metadata.labels.training\.mwj\.io/replica-index} {.metadata.annotations.training\.mwj\.io/restart-attempt}{"\n"}{end}' | sort
@@ -91,7 +95,7 @@ check "Q. one Warning, once" eval '[ "$(reasons_in q-secrets held | grep -c Crea
 	reasons_in q-secrets held | grep -qx "CreateRefused 1"'
 k -n q-secrets delete quota q > /dev/null
 check "Q. the quota raised, the job runs with attempt 0 and succeeds" ends q-secrets held Succeeded 120
-check "Q. ... both pods at attempt 0, nothing passed over" eval '[ "$(pod_attempts q-secrets held)" = "0 0
+check "Q. ... both pods created at attempt 0, nothing passed over" eval '[ "$(created_attempts q-secrets held)" = "0 0
 1 0" ] && ! reasons_in q-secrets held | grep -q CreateUnconfirmed'
 check "Q. ... and Created True" eval '[ "$(created_reason q-secrets held)" = PodsCreated ]'
 
@@ -139,7 +143,7 @@ check "C. a LimitRange's defaults admit the pod, and the job succeeds" ends q-cp
 k create namespace fresh > /dev/null && mini early 2 'exit 0' | k -n fresh apply -f - > /dev/null
 check "S. a job in a brand-new namespace succeeds once its ServiceAccount exists" ends fresh early Succeeded 120
 check "S. ... every worker at attempt 0, none renumbered, none passed over" \
-	eval '[ "$(pod_attempts fresh early)" = "0 0
+	eval '[ "$(created_attempts fresh early)" = "0 0
 1 0" ] && ! reasons_in fresh early | grep -q CreateUnconfirmed'
 sa_refused() { grep -q 'job fresh/early: .*serviceaccount \\"default\\" not found\|job fresh/early: .*serviceaccount "default" not found' "$log"; }
 check "S. ... and it was refused first, with the admission's words" sa_refused
@@ -164,7 +168,9 @@ examples_restricted() { # every example's pods are admitted under restricted
 	local f name
 	for f in "$root"/examples/*.yaml; do
 		grep -q 'kind: MultiWorkerJob' "$f" || continue
-		name=$(sed -n 's/^  name: //p' "$f" | head -1)
+		name=$(/usr/bin/python3 -c 'import sys, yaml
+print(next(d["metadata"]["name"] for d in yaml.safe_load_all(open(sys.argv[1]))
+           if d and d.get("kind") == "MultiWorkerJob"))' "$f")
 		k -n strict apply -f "$f" > /dev/null || return 1
 		until_true 30 "$name's pods" eval "[ -n \"\$(k -n strict get pods -l training.mwj.io/job-name=$name -o name)\" ]" ||
 			{ echo "$f: $(created_message strict "$name")"; return 1; }
