@@ -51,22 +51,29 @@ check "an invalid manifest is refused naming the field" refused
 generation() {
 	local g0 g1 g2
 	g0=$(k get mwj mnist -o jsonpath='{.metadata.generation}')
-	k patch mwj mnist --type=merge -p '{"spec":{"workers":3}}' > /dev/null &&
+	k patch mwj mnist --type=merge -p '{"spec":{"backoffLimit":3}}' > /dev/null &&
 		g1=$(k get mwj mnist -o jsonpath='{.metadata.generation}') &&
 		k label mwj mnist team=vision > /dev/null &&
 		g2=$(k get mwj mnist -o jsonpath='{.metadata.generation}') &&
 		[ "$g0" = 1 ] && [ "$g1" = 2 ] && [ "$g2" = 2 ] &&
-		[ "$(k get mwj mnist -o jsonpath='{.spec.workers}')" = 3 ]
+		[ "$(k get mwj mnist -o jsonpath='{.spec.backoffLimit}')" = 3 ]
 }
 check "a spec patch bumps the generation, a label does not" generation
+workers_fixed() {
+	local out
+	out=$(k patch mwj mnist --type=merge -p '{"spec":{"workers":3}}' 2>&1) && return 1
+	echo "$out"
+	[ "$out" = 'The MultiWorkerJob "mnist" is invalid: spec.workers: Invalid value: "integer": workers is immutable: delete the job and create it again to change the number of workers' ]
+}
+check "spec.workers is immutable: the CRD's rule refuses a change, as a real server words it" workers_fixed
 
 status_rules() {
 	k patch mwj mnist --type=merge -p '{"status":{"phase":"Running"}}' > /dev/null &&
 		[ -z "$(k get mwj mnist -o jsonpath='{.status.phase}')" ] &&
 		k patch mwj mnist --subresource=status --type=merge \
 			-p '{"status":{"phase":"Running"},"spec":{"workers":9}}' > /dev/null &&
-		[ "$(k get mwj mnist -o jsonpath='{.status.phase} {.spec.workers}')" = "Running 3" ] &&
-		k get mwj mnist --no-headers | grep -Eq '^mnist +3 +Running '
+		[ "$(k get mwj mnist -o jsonpath='{.status.phase} {.spec.workers}')" = "Running 2" ] &&
+		k get mwj mnist --no-headers | grep -Eq '^mnist +2 +Running '
 }
 check "status changes only through the status subresource" status_rules
 
@@ -80,14 +87,14 @@ watched() {
 	for _ in $(seq 50); do grep -q Succeeded "$out" && break; sleep 0.1; done
 	kill "$pid" 2> /dev/null
 	wait "$pid" 2> /dev/null
-	grep -Eq '^ADDED +mnist' "$out" && grep -Eq '^MODIFIED +mnist +3 +Succeeded' "$out"
+	grep -Eq '^ADDED +mnist' "$out" && grep -Eq '^MODIFIED +mnist +2 +Succeeded' "$out"
 }
 check "get -w streams the job's changes" watched
 
 conflict() {
 	local stale out
 	stale=$(k get mwj mnist -o json)
-	k patch mwj mnist --type=merge -p '{"spec":{"workers":4}}' > /dev/null || return 1
+	k patch mwj mnist --type=merge -p '{"spec":{"backoffLimit":4}}' > /dev/null || return 1
 	out=$(printf '%s\n' "$stale" | k replace -f - 2>&1) && return 1
 	printf '%s\n' "$out" | grep -q 'the object has been modified'
 }
