@@ -19,6 +19,10 @@
 #      local test cluster: time to 400 pods, CPU and API requests against
 #      the cluster's, RSS and idle CPU, preemption to replacement, and a
 #      restart's resync.
+#   9. node_scale.py: the local test cluster's node with 4,096 pods behind
+#      one headless Service, each waiting for the last one's DNS name:
+#      seconds to all created and all Succeeded, the cluster's CPU
+#      seconds, peak RSS and threads.
 #   0. where a GPU is visible and the CUDA build has been made (make bench
 #      makes it wherever nvcc is): bench_gpu, mwj-worker on the GPU, both
 #      models at batch 64 and 1024, compute and all-reduce, NCCL's
@@ -57,3 +61,4 @@ fi
 MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/recovery.py"
 MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/recovery.py" --key
 MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/operator_scale.py"
+/usr/bin/python3 "$here/node_scale.py"
