@@ -21,6 +21,14 @@
 #      restart's resync.
 #   9. operator_endpoints.py: /healthz, /readyz and /metrics with 500 idle
 #      connections held and a burst of 1,000 more: latency p50, p99, max.
+#  10. node_scale.py: the local test cluster's node with 4,096 pods behind
+#      one headless Service, each waiting for the last one's DNS name:
+#      seconds to all created and all Succeeded, the cluster's CPU
+#      seconds, peak RSS and threads.
+#  11. operator_refusals.py: what a job whose creates the cluster refuses
+#      (a quota of 0 Secrets, Pod Security restricted) costs the API
+#      server: the operator's writes per job in the first and second
+#      minute, and the seconds to every pod at attempt 0 once lifted.
 #   0. where a GPU is visible and the CUDA build has been made (make bench
 #      makes it wherever nvcc is): bench_gpu, mwj-worker on the GPU, both
 #      models at batch 64 and 1024, compute and all-reduce, NCCL's
@@ -60,3 +68,5 @@ MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/recovery.py"
 MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/recovery.py" --key
 MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/operator_scale.py"
 MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/operator_endpoints.py"
+/usr/bin/python3 "$here/node_scale.py"
+MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/operator_refusals.py"

@@ -101,6 +101,18 @@ from registry import Request
 from store import clone, now
 
 
+def waiting_reason(pod, container):
+    """What kubectl logs says of a container that has not started
+    (validateContainerLogStatus, pkg/kubelet/kubelet_pods.go)."""
+    st = pod.get("status") or {}
+    for cs in (st.get("initContainerStatuses") or []) + (st.get("containerStatuses") or []):
+        if cs.get("name") == container:
+            reason = ((cs.get("state") or {}).get("waiting") or {}).get("reason", "")
+            return {"ErrImagePull": "image can't be pulled",
+                    "ImagePullBackOff": "trying and failing to pull image"}.get(reason, reason)
+    return "ContainerCreating"
+
+
 class Node:
     """Runs the pods of the store in `api` bound to this node."""
 
@@ -433,8 +445,8 @@ class Node:
         if not runs:
             raise ApiError(400, "BadRequest", 'previous terminated container "%s" in pod "%s" '
                            "not found" % (container, name) if previous else
-                           'container "%s" in pod "%s" is waiting to start'
-                           % (container, name))
+                           'container "%s" in pod "%s" is waiting to start: %s'
+                           % (container, name, waiting_reason(pod, container)))
         path = os.path.join(logs, "%s-%d.log" % (container, runs[-1]))
 
         def alive():

@@ -61,15 +61,14 @@ class Container:
     def due(self):
         return self.proc is None and time.monotonic() >= self.next_start
 
-    def back_off(self, pod, message=None):
+    def back_off(self, pod):
         """Holds the next start back, each time twice as long (up to
         BACKOFF_MAX), as the kubelet's CrashLoopBackOff does, and says so
         in the state (kuberuntime_manager.go, doBackOff)."""
         self.next_start = time.monotonic() + self.backoff
-        if message is None:
-            md = pod["metadata"]
-            message = "back-off %s restarting failed container=%s pod=%s_%s(%s)" % (
-                go_duration(self.backoff), self.name, md["name"], md["namespace"], md["uid"])
+        md = pod["metadata"]
+        message = "back-off %s restarting failed container=%s pod=%s_%s(%s)" % (
+            go_duration(self.backoff), self.name, md["name"], md["namespace"], md["uid"])
         self.backoff = min(2 * self.backoff, BACKOFF_MAX)
         if "terminated" in self.state:
             self.last_state = self.state
@@ -231,8 +230,8 @@ class PodRun:
         else:
             self.back_off(c)
 
-    def back_off(self, c, message=None):
-        c.back_off(self.pod, message)
+    def back_off(self, c):
+        c.back_off(self.pod)
         md = self.pod["metadata"]
         self.node.event(self.pod, "Warning", "BackOff",
                         "Back-off restarting failed container %s in pod %s_%s(%s)"

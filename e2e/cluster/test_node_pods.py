@@ -272,6 +272,12 @@ class NodePodsTest(unittest.TestCase):
         self.assertEqual(pod["status"]["containerStatuses"][0]["state"]["waiting"]["message"],
                          'container has runAsNonRoot and image will run as root (pod: '
                          '"non-root_default(%s)", container: main)' % pod["metadata"]["uid"])
+        # What kubectl logs then says (validateContainerLogStatus).
+        from errors import ApiError
+        with self.assertRaises(ApiError) as e:
+            self.node.log_file(NS, "non-root", "main", False)
+        self.assertEqual(e.exception.message, 'container "main" in pod "non-root" is waiting '
+                         "to start: CreateContainerConfigError")
         self.create("Pod", {"metadata": {"name": "non-root-0"}, "spec": {
             "restartPolicy": "Never", "securityContext": {"runAsNonRoot": True},
             "containers": [sh("main", "true", securityContext={"runAsUser": 0})]}})

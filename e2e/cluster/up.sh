@@ -16,7 +16,8 @@
 # nginx/ for its temporary files), and node/: each pod's folder (logs,
 # hosts) and the volumes. The image of our worker (repository name
 # mwj-worker) runs $MWJ_WORKER_BIN, by default the built
-# build/bin/mwj-worker, as the user 65532:65532 of its Dockerfile;
+# build/bin/mwj-worker; it and mwj-operator run as the user 65532:65532
+# of their Dockerfile;
 # --image maps more images to entrypoints, --image-user gives an image's
 # user (an image without one runs as root, as one without USER does).
 # Stop it with e2e/cluster/down.sh [STATE_DIR].
@@ -62,7 +63,10 @@ if [ -f "$dir/apiserver.pid" ] && kill -0 "$(cat "$dir/apiserver.pid")" 2>/dev/n
 fi
 worker=${MWJ_WORKER_BIN:-$root/build/bin/mwj-worker}
 [ -x "$worker" ] || echo "up: warning: no worker binary at $worker (run make); pods of the mwj-worker image will not start" >&2
-images=(--image "mwj-worker=$worker" --image-user mwj-worker=65532:65532 "${images[@]}")
+# Both our images run as 65532:65532, the USER of their Dockerfile,
+# whichever entrypoint --image gives the operator's.
+images=(--image "mwj-worker=$worker" --image-user mwj-worker=65532:65532
+	--image-user mwj-operator=65532:65532 "${images[@]}")
 
 # Pods' processes preload podnet.so: listening on all interfaces listens on
 # the pod's own loopback address. Each container starts in podsandbox.
