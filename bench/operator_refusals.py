@@ -18,13 +18,11 @@ until every job has all its pods, at attempt 0. Prints JSON lines.
 import json
 import os
 import re
-import subprocess
 import sys
-import tempfile
 import time
 
 from benchlib import HERE, wait_for
-from operator_scale import Operator, kubectl
+from operator_scale import Operator, kubectl, local_cluster
 
 ROOT = os.path.dirname(HERE)
 JOBS = 10
@@ -110,14 +108,11 @@ def case(op, state, prefix, refuse, lift):
 
 
 def main():
-    state = tempfile.mkdtemp(prefix="mwj-refusals-")
-    subprocess.run([os.path.join(ROOT, "e2e", "cluster", "up.sh"), state], check=True,
-                   stdout=subprocess.DEVNULL)
-    os.environ["KUBECONFIG"] = os.path.join(state, "kubeconfig")
-    op = None
-    try:
+    operators = []
+    with local_cluster("mwj-refusals-", operators) as state:
         kubectl("apply", "-f", os.path.join(ROOT, "crds"))
         op = Operator(state, "operator.log")
+        operators.append(op)
         wait_for("the operator's caches", op.ready, timeout=120)
         case(op, state, "quota-",
              lambda ns: kubectl("-n", ns, "create", "quota", "q", "--hard=secrets=0"),
@@ -127,11 +122,7 @@ def main():
                                 "pod-security.kubernetes.io/enforce=restricted"),
              lambda ns: kubectl("label", "namespace", ns,
                                 "pod-security.kubernetes.io/enforce=privileged", "--overwrite"))
-    finally:
-        if op is not None:
-            op.stop()
-        subprocess.run([os.path.join(ROOT, "e2e", "cluster", "down.sh"), state],
-                       stdout=subprocess.DEVNULL, check=False)
+        op.stop()
     return 0
 
 
