@@ -179,12 +179,16 @@ owned_by() { # owned_by JOB: the kinds/names labelled as the job's, each owned b
 }
 # The chief's pod stays, Succeeded; worker 1's goes if it was still
 # finishing when the chief ended (cleanPodPolicy Running, the default).
+# The ring key's Secret has the name the API server generated, which the
+# job's status records.
 owns() {
-	local got
+	local got secret
 	got=$(owned_by mnist | sort) || return 1
+	secret=$(jp mwj/mnist '{.status.ringKeySecret}')
 	echo "$got"
-	[ "$(grep -v '^Pod/mnist-worker-1 true$' <<< "$got")" = "$(printf '%s\n' 'NetworkPolicy/mnist-ring true' \
-		'Pod/mnist-worker-0 true' 'Secret/mnist-ring-key true' 'Service/mnist true' | sort)" ]
+	[[ "$secret" == mnist-ring-key-?????  ]] &&
+		[ "$(grep -v '^Pod/mnist-worker-1 true$' <<< "$got")" = "$(printf '%s\n' 'NetworkPolicy/mnist-ring true' \
+			'Pod/mnist-worker-0 true' "Secret/$secret true" 'Service/mnist true' | sort)" ]
 }
 check "2. it owns, as controller, its pods, its headless Service, its ring Secret and NetworkPolicy" owns
 

@@ -867,6 +867,43 @@ static void test_pod_spec_puts_a_tf_config_too_big_for_the_environment_in_a_file
 	assert_true(below > 3400 && below < 3500);
 }
 
+/* The largest cluster the schema allows: 4,096 workers, the longest job
+ * name that count leaves (51 characters) in the longest namespace (63):
+ * its ConfigMap holds less than the 1 MiB a ConfigMap may hold. */
+static void test_pod_spec_the_largest_cluster_fits_a_config_map(void **state)
+{
+	char text[1024], err[ERR_LEN] = "";
+	char name[52], ns[64];
+	struct job j;
+	cJSON *obj, *cm;
+	const char *data;
+
+	(void)state;
+	memset(name, 'n', sizeof(name) - 1);
+	name[0] = 'a';
+	name[sizeof(name) - 1] = '\0';
+	memset(ns, 's', sizeof(ns) - 1);
+	ns[sizeof(ns) - 1] = '\0';
+	snprintf(text, sizeof(text),
+	         "{'metadata': {'name': '%s', 'namespace': '%s', 'uid': 'u-1'}, 'spec': {"
+	         "'workers': 4096, 'port': 65535, 'template': {'spec': {'containers': [{'name': "
+	         "'worker'}]}}}}",
+	         name, ns);
+	obj = json_doc_parse(text);
+	assert_int_equal(job_parse(&j, obj, err), 0);
+	assert_string_equal(j.invalid, "");
+	assert_true(pod_spec_tf_config_in_file(&j));
+	cm = pod_spec_tf_config_map(&j, err);
+	assert_non_null(cm);
+	data = cJSON_GetObjectItem(cJSON_GetObjectItem(cm, "data"), "tf_config.json")->valuestring;
+	print_message("the largest cluster: %zu bytes\n", strlen(data));
+	assert_true(strlen(data) > 700000);
+	assert_true(strlen(data) < 1048576);
+	cJSON_Delete(cm);
+	job_release(&j);
+	cJSON_Delete(obj);
+}
+
 static void test_pod_spec_builds_the_tf_config_map(void **state)
 {
 	struct job j;
@@ -991,6 +1028,7 @@ int main(void)
 	    cmocka_unit_test(test_pod_spec_mounts_the_key_in_the_worker_container_only),
 	    cmocka_unit_test(test_pod_spec_puts_a_tf_config_too_big_for_the_environment_in_a_file),
 	    cmocka_unit_test(test_pod_spec_builds_the_tf_config_map),
+	    cmocka_unit_test(test_pod_spec_the_largest_cluster_fits_a_config_map),
 	    cmocka_unit_test(test_pod_spec_check_mounts_refuses_the_operators_own_folders),
 	    cmocka_unit_test(test_pod_spec_owned_means_the_jobs_controller_reference),
 	};
