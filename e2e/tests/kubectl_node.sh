@@ -228,6 +228,10 @@ cascade() {
 }
 check "deleting a job deletes the pods it owns, and their processes" cascade
 
+# What a pod shows now, polled: kubectl wait --for=jsonpath sees a state
+# the pod is in already only at its next change or at its time-out.
+field_is() { [ "$(jp "pod/$1" "$2")" = "$3" ]; } # field_is POD JSONPATH VALUE
+
 # A native sidecar (Kubernetes 1.28+) beside a worker, as a log shipper
 # or a mesh proxy is deployed: it starts first, runs beside the worker,
 # and is stopped after it; the pod follows the worker.
@@ -251,7 +255,6 @@ spec:
 YAML
 }
 sidecar_runs() {
-	# Polled, not waited for: kubectl wait may see a passing state late.
 	worker_beside_sidecar() { [ "$(jp pod/sidecar '{.status.phase} {.status.containerStatuses[0].started} {.status.initContainerStatuses[0].started} {.status.initContainerStatuses[0].ready}')" = "Running true true true" ]; }
 	sidecar_pod sidecar 0 | k apply -f - > /dev/null &&
 		until_true 30 "the worker running beside its sidecar" worker_beside_sidecar &&
@@ -282,7 +285,7 @@ spec:
   - {name: worker, image: busybox:1.36, command: [sh, -c, 'exit 0']}
   - {name: shipper, image: busybox:1.36, command: [sh, -c, 'exec sleep 300']}
 YAML
-	k wait --for=jsonpath='{.status.containerStatuses[0].state.terminated.reason}'=Completed pod/beside --timeout=30s > /dev/null &&
+	until_true 30 "the worker Completed" field_is beside '{.status.containerStatuses[0].state.terminated.reason}' Completed &&
 		[ "$(jp pod/beside '{.status.phase} {.status.containerStatuses[0].state.terminated.exitCode} {.status.containerStatuses[1].state.running.startedAt}' | cut -d' ' -f1,2)" = "Running 0" ] &&
 		[ -n "$(jp pod/beside '{.status.containerStatuses[1].state.running.startedAt}')" ] &&
 		k delete pod beside --wait=true --timeout=30s > /dev/null
@@ -343,7 +346,7 @@ spec:
   containers:
   - {name: main, image: busybox:1.36, command: [id]}
 YAML
-	k wait --for=jsonpath='{.status.containerStatuses[0].state.waiting.reason}'=CreateContainerConfigError pod/non-root --timeout=30s > /dev/null &&
+	until_true 30 "CreateContainerConfigError" field_is non-root '{.status.containerStatuses[0].state.waiting.reason}' CreateContainerConfigError &&
 		k get pod non-root --no-headers | grep -q CreateContainerConfigError &&
 		k describe pod non-root | grep -q 'Error: container has runAsNonRoot and image will run as root (pod: "non-root_default(' &&
 		[ "$(jp pod/non-root '{.status.phase}')" = Pending ] &&
