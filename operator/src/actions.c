@@ -220,7 +220,8 @@ static void stable_message(char *out, const struct kube_result *res, const char 
 	const char *at = res->name[0] ? strstr(res->message, res->name) : NULL;
 
 	if (at == NULL || strncmp(res->name, prefix, strlen(prefix)) != 0) {
-		snprintf(out, CREATE_MESSAGE_LEN, "%s", res->message);
+		/* Cut to fit, as a condition's message is. */
+		snprintf(out, CREATE_MESSAGE_LEN, "%.*s", CREATE_MESSAGE_LEN - 1, res->message);
 		return;
 	}
 	snprintf(out, CREATE_MESSAGE_LEN, "%.*s%s%s", (int)(at - res->message), res->message, prefix,

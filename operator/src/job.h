@@ -27,7 +27,7 @@
 #define JOB_UID_LEN        64
 #define JOB_TIME_LEN       32 /* "2026-11-25T01:02:03Z" */
 #define JOB_REASON_LEN     64
-#define JOB_MESSAGE_LEN    512
+#define JOB_MESSAGE_LEN    1024
 #define JOB_CONDITIONS_MAX 8
 #define JOB_WORKERS_MAX    4096
 #define JOB_PATH_LEN       4096

@@ -29,6 +29,9 @@
 
 #define KUBE_REASON_LEN 64
 #define KUBE_NAME_LEN   254 /* an object's name: an RFC 1123 subdomain */
+/* A Status' message, whole: Pod Security's names every check a pod fails,
+ * and a user needs all of it. */
+#define KUBE_MESSAGE_LEN 2048
 #define KUBE_PATH_LEN   2048
 
 /* What a request asks for. path includes the query ("/api/v1/namespaces/
@@ -55,7 +58,7 @@ struct kube_resp {
 	char *body;
 	size_t body_len;
 	char reason[KUBE_REASON_LEN]; /* "NotFound", "Conflict", "AlreadyExists", ... */
-	char message[ERR_LEN];
+	char message[KUBE_MESSAGE_LEN];
 	/* The reason of the Status' first details.causes entry ("" when none):
 	 * "NamespaceTerminating" for a namespace being deleted. */
 	char cause[KUBE_REASON_LEN];
@@ -195,7 +198,7 @@ int kube_api_watch(struct kube_api *api, const char *path, int idle_ms, kube_str
 struct kube_result {
 	long status;
 	char reason[KUBE_REASON_LEN];
-	char message[ERR_LEN];       /* the Status' message, or "" */
+	char message[KUBE_MESSAGE_LEN]; /* the Status' message, or "" */
 	char cause[KUBE_REASON_LEN]; /* as in struct kube_resp */
 	char name[KUBE_NAME_LEN];    /* as in struct kube_resp */
 	int maybe_applied;           /* as in struct kube_resp */

@@ -581,6 +581,7 @@ static int name_conflict(struct pass *p)
 
 	if (!first_answer(p, CREATE_NOT_OWNED, msg))
 		return 0;
+	job_status_set_condition(p->st, "Created", "False", "NameConflict", msg, p->in->now);
 	finish(p, 0, "NameConflict", msg);
 	return 1;
 }

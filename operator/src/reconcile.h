@@ -71,7 +71,7 @@ enum create_result {
 	CREATE_NOT_OWNED
 };
 
-#define CREATE_MESSAGE_LEN 512
+#define CREATE_MESSAGE_LEN 1024
 
 struct create_outcome {
 	long attempt; /* a pod's attempt (0 for an object); -1: no create known */

@@ -602,7 +602,7 @@ static void test_hostile_status_fields_are_cut_and_cleaned(void **state)
 	fake_init(&api, script, 3, 30000);
 	assert_int_equal(kube_api_request(&api, &GET_POD, &resp, err), 0);
 	assert_int_equal(strlen(resp.reason), KUBE_REASON_LEN - 1);
-	assert_int_equal(strlen(resp.message), ERR_LEN - 1);
+	assert_int_equal(strlen(resp.message), KUBE_MESSAGE_LEN - 1);
 	assert_int_equal(resp.retry_after_s, -1);
 	kube_resp_release(&resp);
 	/* Members of the wrong type are ignored. */

@@ -1808,7 +1808,8 @@ static void test_reconcile_fails_a_job_whose_names_are_taken(void **state)
 	                     "owned by this job");
 	world_reconcile(&w, NOW_S);
 	assert_actions(&w, "event Warning NameConflict");
-	assert_status(&w, "{'phase': 'Failed', 'conditions': [{'type': 'Failed', "
+	assert_status(&w, "{'phase': 'Failed', 'conditions': [{'type': 'Created', "
+	                  "'status': 'False', 'reason': 'NameConflict'}, {'type': 'Failed', "
 	                  "'status': 'True', 'reason': 'NameConflict', 'message': "
 	                  "'cannot create the Service of the job: a Service named mnist already "
 	                  "exists in namespace ml and is not owned by this job'}]}");
