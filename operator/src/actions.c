@@ -177,8 +177,8 @@ static int create_in(const struct actions_ctx *ctx, const struct job *j, enum jo
 
 /* name_is_ours() for the objects with names of their own (the Secret and
  * ConfigMap have generated ones, which no one can take). */
-static int object_is_ours(const struct actions_ctx *ctx, const struct job *j,
-                          enum job_object what, const char *name, char *msg, char *err)
+static int object_is_ours(const struct actions_ctx *ctx, const struct job *j, enum job_object what,
+                          const char *name, char *msg, char *err)
 {
 	if (what == OBJ_SERVICE)
 		return name_is_ours(ctx, j, "", "services", "Service", name, msg, err);
@@ -224,8 +224,8 @@ static void stable_message(char *out, const struct kube_result *res, const char 
 		snprintf(out, CREATE_MESSAGE_LEN, "%.*s", CREATE_MESSAGE_LEN - 1, res->message);
 		return;
 	}
-	snprintf(out, CREATE_MESSAGE_LEN, "%.*s%s%s", (int)(at - res->message), res->message, prefix,
-	         at + strlen(res->name));
+	snprintf(out, CREATE_MESSAGE_LEN, "%.*s%s%s", (int)(at - res->message), res->message,
+	         prefix, at + strlen(res->name));
 }
 
 /* Creates the job's object what; a generated name goes into st. Returns
@@ -272,9 +272,9 @@ static int create_object(const struct actions_ctx *ctx, const struct job *j, enu
 		refused(ctx, j, what, &res);
 		stable_message(taken, &res, name);
 	}
-	create_outcomes_record_object(ctx->outcomes, key, what, result,
-	                              result == CREATE_NOT_OWNED || result == CREATE_REFUSED ? taken
-	                                                                                      : NULL);
+	create_outcomes_record_object(
+	    ctx->outcomes, key, what, result,
+	    result == CREATE_NOT_OWNED || result == CREATE_REFUSED ? taken : NULL);
 	if (rc < 0)
 		return err_prefix(err, "job %s: create %s", key, kind);
 	log_info("job %s: created %s %s", key, kind, name);

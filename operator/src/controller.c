@@ -2,7 +2,6 @@
  * controller.h. */
 #include "controller.h"
 
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -258,25 +257,28 @@ static int have_owned(struct informer *inf, const struct job *j, enum job_object
 
 static void terminating_set(struct controller *c, const char *ns)
 {
+	long long *until = xmalloc(sizeof(*until));
+
+	*until = timers_now_ms() + CONTROLLER_TERMINATING_MS;
 	pthread_mutex_lock(&c->terminating_lock);
-	strmap_put(&c->terminating, ns,
-	           (void *)(intptr_t)(timers_now_ms() + CONTROLLER_TERMINATING_MS));
+	free(strmap_put(&c->terminating, ns, until));
 	pthread_mutex_unlock(&c->terminating_lock);
 }
 
 /* Whether ns was found being deleted a short while ago. */
 static int terminating(struct controller *c, const char *ns)
 {
-	long long until;
+	long long *until;
+	int yes = 0;
 
 	pthread_mutex_lock(&c->terminating_lock);
-	until = (long long)(intptr_t)strmap_get(&c->terminating, ns);
-	if (until != 0 && until <= timers_now_ms()) {
-		strmap_remove(&c->terminating, ns);
-		until = 0;
-	}
+	until = strmap_get(&c->terminating, ns);
+	if (until != NULL && *until <= timers_now_ms())
+		free(strmap_remove(&c->terminating, ns));
+	else
+		yes = until != NULL;
 	pthread_mutex_unlock(&c->terminating_lock);
-	return until != 0;
+	return yes;
 }
 
 static long long wall_ms(void)
@@ -657,7 +659,7 @@ void controller_stop(struct controller *c)
 	expectations_release(&c->expect);
 	create_outcomes_release(&c->outcomes);
 	event_recorder_release(&c->events);
-	strmap_release(&c->terminating, NULL);
+	strmap_release(&c->terminating, free);
 	pthread_mutex_destroy(&c->terminating_lock);
 	strmap_release(&c->written, written_free);
 	pthread_mutex_destroy(&c->written_lock);

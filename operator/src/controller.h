@@ -73,7 +73,7 @@ struct controller {
 	struct create_outcomes outcomes;
 	struct event_recorder events;
 	/* Namespaces being deleted, as refusals said: namespace -> until when
-	 * (monotonic ms, cast to a pointer) their jobs are left alone. */
+	 * (long long *, monotonic ms) their jobs are left alone. */
 	pthread_mutex_t terminating_lock;
 	struct strmap terminating;
 	pthread_t threads[CONTROLLER_WORKERS_MAX];

@@ -32,7 +32,7 @@
 /* A Status' message, whole: Pod Security's names every check a pod fails,
  * and a user needs all of it. */
 #define KUBE_MESSAGE_LEN 2048
-#define KUBE_PATH_LEN   2048
+#define KUBE_PATH_LEN    2048
 
 /* What a request asks for. path includes the query ("/api/v1/namespaces/
  * default/pods?labelSelector=..."); body may be NULL. */
@@ -199,9 +199,9 @@ struct kube_result {
 	long status;
 	char reason[KUBE_REASON_LEN];
 	char message[KUBE_MESSAGE_LEN]; /* the Status' message, or "" */
-	char cause[KUBE_REASON_LEN]; /* as in struct kube_resp */
-	char name[KUBE_NAME_LEN];    /* as in struct kube_resp */
-	int maybe_applied;           /* as in struct kube_resp */
+	char cause[KUBE_REASON_LEN];    /* as in struct kube_resp */
+	char name[KUBE_NAME_LEN];       /* as in struct kube_resp */
+	int maybe_applied;              /* as in struct kube_resp */
 };
 
 int kube_get(struct kube_api *api, const char *path, cJSON **out, struct kube_result *res,

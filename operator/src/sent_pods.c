@@ -27,9 +27,8 @@ static int fate_unknown(const struct job *j, const struct create_outcome *outcom
 	return outcomes[i].attempt != attempt || outcomes[i].result == CREATE_UNKNOWN;
 }
 
-int sent_pods_read(struct kube_api *api, const struct job *j,
-                   const struct create_outcome *outcomes, struct pod_view *pods, int *n,
-                   char *err)
+int sent_pods_read(struct kube_api *api, const struct job *j, const struct create_outcome *outcomes,
+                   struct pod_view *pods, int *n, char *err)
 {
 	char name[JOB_NAME_LEN], path[KUBE_PATH_LEN];
 

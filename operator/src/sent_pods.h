@@ -22,8 +22,7 @@
  * to pods (which has room for j->workers more) as pod_view_parse reads
  * it. Returns 0, or -1 with err when a read failed otherwise than 404
  * (the pass is retried). */
-int sent_pods_read(struct kube_api *api, const struct job *j,
-                   const struct create_outcome *outcomes, struct pod_view *pods, int *n,
-                   char *err);
+int sent_pods_read(struct kube_api *api, const struct job *j, const struct create_outcome *outcomes,
+                   struct pod_view *pods, int *n, char *err);
 
 #endif

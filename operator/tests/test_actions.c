@@ -92,7 +92,8 @@ static void answer_status(struct kube_resp *resp, long status, const char *reaso
 	const char *at = strchr(message, '@');
 
 	if (at != NULL)
-		snprintf(said, sizeof(said), "%.*s%s%s", (int)(at - message), message, name, at + 1);
+		snprintf(said, sizeof(said), "%.*s%s%s", (int)(at - message), message, name,
+		         at + 1);
 	else
 		snprintf(said, sizeof(said), "%s", message);
 	snprintf(body, sizeof(body),
@@ -159,7 +160,8 @@ static int fake_round_trip(struct kube_api *api, const struct kube_req *req, str
 			if (cJSON_IsString(n))
 				snprintf(name, sizeof(name), "%s", n->valuestring);
 			else if (cJSON_IsString(gen))
-				snprintf(name, sizeof(name), "%sg%04d", gen->valuestring, ++f->generated);
+				snprintf(name, sizeof(name), "%sg%04d", gen->valuestring,
+				         ++f->generated);
 			cJSON_Delete(obj);
 			answer_status(resp, u->status, u->reason, u->message, u->cause, name);
 			return 0;
@@ -333,8 +335,7 @@ static int loop_pass(struct loop *l)
 /* status.<name> of the job as the server has it, as compact JSON. */
 static char *status_member(const struct loop *l, const char *name)
 {
-	const cJSON *v =
-	    cJSON_GetObjectItem(cJSON_GetObjectItem(l->fake.job, "status"), name);
+	const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(l->fake.job, "status"), name);
 
 	return v ? text_of(v) : strdup("null");
 }
@@ -352,8 +353,8 @@ static const cJSON *condition(const struct loop *l, const char *type)
 {
 	const cJSON *c;
 
-	cJSON_ArrayForEach(c,
-	                   cJSON_GetObjectItem(cJSON_GetObjectItem(l->fake.job, "status"), "conditions"))
+	cJSON_ArrayForEach(
+	    c, cJSON_GetObjectItem(cJSON_GetObjectItem(l->fake.job, "status"), "conditions"))
 	{
 		if (strcmp(cJSON_GetObjectItem(c, "type")->valuestring, type) == 0)
 			return c;
@@ -373,7 +374,8 @@ static const char *condition_field(const struct loop *l, const char *type, const
 #define W1 "\"name\":\"mnist-worker-1\",\"namespace\""
 
 #define SECRETS_QUOTA                                                                              \
-	"secrets \\\"@\\\" is forbidden: exceeded quota: q, requested: secrets=1, used: secrets=0, " \
+	"secrets \\\"@\\\" is forbidden: exceeded quota: q, requested: secrets=1, used: "          \
+	"secrets=0, "                                                                              \
 	"limited: secrets=0"
 
 /* --- Tests --- */
@@ -390,8 +392,8 @@ static void test_actions_a_refused_secret_costs_one_request_a_pass(void **state)
 
 	(void)state;
 	loop_init(&l, 2);
-	fake_rule(&l.fake, (struct rule){"POST", "/secrets", NULL, 403, "Forbidden",
-	                                  SECRETS_QUOTA, NULL});
+	fake_rule(&l.fake,
+	          (struct rule){"POST", "/secrets", NULL, 403, "Forbidden", SECRETS_QUOTA, NULL});
 	assert_int_equal(loop_pass(&l), -1);
 	assert_non_null(strstr(l.err, "exceeded quota"));
 	/* No pod without its key, and none recorded as sent. */
@@ -438,9 +440,9 @@ static void test_actions_a_refused_secret_costs_one_request_a_pass(void **state)
 	/* The five refused tries made five names up; the sixth is the key's. */
 	assert_status_member(&l, "ringKeySecret", "\"mnist-ring-key-g0006\"");
 	assert_status_member(&l, "sentAttempts", "[0,0]");
-	assert_int_equal(count_since(&l.fake, mark, "POST", "/pods",
-	                             "\"secretName\":\"mnist-ring-key-g0006\""),
-	                 2);
+	assert_int_equal(
+	    count_since(&l.fake, mark, "POST", "/pods", "\"secretName\":\"mnist-ring-key-g0006\""),
+	    2);
 	assert_int_equal(count_since(&l.fake, mark, "POST", "/pods",
 	                             "\"training.mwj.io/restart-attempt\":\"0\""),
 	                 2);
@@ -457,12 +459,11 @@ static void test_actions_one_refused_pod_holds_back_no_other(void **state)
 
 	(void)state;
 	loop_init(&l, 2);
-	fake_rule(&l.fake, (struct rule){"POST", "/pods", W0, 403,
-	                                  "Forbidden",
-	                                  "pods \\\"mnist-worker-0\\\" is forbidden: error looking "
-	                                  "up service account ml/default: serviceaccount "
-	                                  "\\\"default\\\" not found",
-	                                  NULL});
+	fake_rule(&l.fake, (struct rule){"POST", "/pods", W0, 403, "Forbidden",
+	                                 "pods \\\"mnist-worker-0\\\" is forbidden: error looking "
+	                                 "up service account ml/default: serviceaccount "
+	                                 "\\\"default\\\" not found",
+	                                 NULL});
 	assert_int_equal(loop_pass(&l), -1);
 	assert_int_equal(count_since(&l.fake, 0, "POST", "/pods", W1), 1);
 	assert_int_equal(count_since(&l.fake, 0, "POST", "/pods", W0), 1);
@@ -481,9 +482,10 @@ static void test_actions_one_refused_pod_holds_back_no_other(void **state)
 	assert_status_member(&l, "workerAttempts", "[-1,0]");
 	assert_status_member(&l, "sentAttempts", "[0,0]");
 	assert_string_equal(condition_field(&l, "Created", "reason"), "CreateRefused");
-	assert_non_null(strstr(condition_field(&l, "Created", "message"),
-	                       "cannot create pod mnist-worker-0 (worker 0): pods \"mnist-worker-0\" "
-	                       "is forbidden: error looking up service account ml/default"));
+	assert_non_null(
+	    strstr(condition_field(&l, "Created", "message"),
+	           "cannot create pod mnist-worker-0 (worker 0): pods \"mnist-worker-0\" "
+	           "is forbidden: error looking up service account ml/default"));
 	assert_int_equal(count_since(&l.fake, 0, "POST", "/events", "CreateRefused"), 1);
 	assert_int_equal(count_since(&l.fake, 0, "POST", "/events", "CreateUnconfirmed"), 0);
 	assert_int_equal(l.counters.refused[JOB_OBJECTS], 4);
@@ -499,10 +501,10 @@ static void test_actions_a_terminating_namespace_is_said(void **state)
 	(void)state;
 	loop_init(&l, 1);
 	fake_rule(&l.fake, (struct rule){"POST", "/namespaces/ml/", NULL, 403, "Forbidden",
-	                                  "secrets \\\"mnist-ring-key-\\\" is forbidden: unable to "
-	                                  "create new content in namespace ml because it is being "
-	                                  "terminated",
-	                                  "NamespaceTerminating"});
+	                                 "secrets \\\"mnist-ring-key-\\\" is forbidden: unable to "
+	                                 "create new content in namespace ml because it is being "
+	                                 "terminated",
+	                                 "NamespaceTerminating"});
 	assert_int_equal(loop_pass(&l), -1);
 	assert_int_equal(l.namespace_terminating, 1);
 	loop_release(&l);
@@ -517,7 +519,7 @@ static void test_actions_never_adopt_a_service_the_job_does_not_own(void **state
 	(void)state;
 	loop_init(&l, 1);
 	fake_rule(&l.fake, (struct rule){"POST", "/services", NULL, 409, "AlreadyExists",
-	                                  "services \\\"mnist\\\" already exists", NULL});
+	                                 "services \\\"mnist\\\" already exists", NULL});
 	l.fake.get_answer = json_doc_parse("{'kind': 'Service', 'metadata': {'name': 'mnist', "
 	                                   "'namespace': 'ml', 'uid': 'planted'}}");
 	assert_int_equal(loop_pass(&l), -1);
@@ -526,16 +528,17 @@ static void test_actions_never_adopt_a_service_the_job_does_not_own(void **state
 	assert_int_equal(count_since(&l.fake, 0, "POST", "/pods", NULL), 0);
 	assert_int_equal(loop_pass(&l), 0);
 	assert_string_equal(condition_field(&l, "Failed", "reason"), "NameConflict");
-	assert_non_null(strstr(condition_field(&l, "Failed", "message"),
-	                       "a Service named \"mnist\" already exists in namespace ml and is not "
-	                       "owned by this job"));
+	assert_non_null(
+	    strstr(condition_field(&l, "Failed", "message"),
+	           "a Service named \"mnist\" already exists in namespace ml and is not "
+	           "owned by this job"));
 	assert_status_member(&l, "phase", "\"Failed\"");
 	loop_release(&l);
 
 	/* One the job owns (the cache had not shown it yet) is its own. */
 	loop_init(&l, 1);
 	fake_rule(&l.fake, (struct rule){"POST", "/services", NULL, 409, "AlreadyExists",
-	                                  "services \\\"mnist\\\" already exists", NULL});
+	                                 "services \\\"mnist\\\" already exists", NULL});
 	l.fake.get_answer = json_doc_parse(
 	    "{'kind': 'Service', 'metadata': {'name': 'mnist', 'namespace': 'ml', "
 	    "'ownerReferences': [{'apiVersion': 'training.mwj.io/v1', 'kind': 'MultiWorkerJob', "
@@ -553,7 +556,7 @@ static void test_actions_never_adopt_a_pod_the_job_does_not_own(void **state)
 	(void)state;
 	loop_init(&l, 2);
 	fake_rule(&l.fake, (struct rule){"POST", "/pods", W1, 409, "AlreadyExists",
-	                                  "pods \\\"mnist-worker-1\\\" already exists", NULL});
+	                                 "pods \\\"mnist-worker-1\\\" already exists", NULL});
 	l.fake.get_answer = json_doc_parse("{'kind': 'Pod', 'metadata': {'name': 'mnist-worker-1', "
 	                                   "'namespace': 'ml', 'uid': 'planted'}}");
 	assert_int_equal(loop_pass(&l), -1);

@@ -602,7 +602,7 @@ static void test_reconcile_retries_a_refused_create_without_counting_a_preemptio
 	 * nothing told twice. */
 	world_write_status(&w);
 	for (int k = 0; k < 2; k++) {
-		world_reconcile(&w, NOW_S + 60 + k * 60);
+		world_reconcile(&w, NOW_S + 60 + 60LL * k);
 		assert_actions(&w, "create mnist-worker-1 attempt 0");
 		assert_false(status_changed(&w));
 	}
