@@ -21,12 +21,12 @@ check() { # check NAME COMMAND...: the command must succeed
 	fi
 }
 
-until_true() { # until_true SECONDS WHAT CMD...: CMD succeeds within SECONDS
+until_true() { # until_true SECONDS WHAT CMD...: CMD succeeds within SECONDS, tried every $POLL_EVERY s (0.1)
 	local end=$((SECONDS + $1)) what=$2
 	shift 2
 	until "$@"; do
 		[ "$SECONDS" -lt "$end" ] || { echo "timed out waiting for $what"; return 1; }
-		sleep 0.1
+		sleep "${POLL_EVERY:-0.1}"
 	done
 }
 

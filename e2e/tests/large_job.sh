@@ -41,14 +41,7 @@ count_pods() { # count_pods [PHASE]: the job's pods (in PHASE)
 		awk -v p="${1:-}" 'NF && (p == "" || $1 == p)' | wc -l
 }
 # A list of 4,096 pods is no small request: these waits poll every 5 s.
-slowly() { # slowly SECONDS WHAT CMD...: CMD succeeds within SECONDS, tried every 5 s
-	local end=$((SECONDS + $1)) what=$2
-	shift 2
-	until "$@"; do
-		[ "$SECONDS" -lt "$end" ] || { echo "timed out waiting for $what"; return 1; }
-		sleep 5
-	done
-}
+slowly() { POLL_EVERY=5 until_true "$@"; } # slowly SECONDS WHAT CMD...: until_true, every 5 s
 all_created() { [ "$(count_pods)" = "$workers" ]; }
 check "all $workers worker pods are created" slowly 900 "$workers pods" all_created
 echo "     (all $workers pods created $((SECONDS - start)) s after the job)"

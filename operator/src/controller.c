@@ -182,6 +182,13 @@ static void on_job(void *ctx, enum informer_op op, const cJSON *old, const cJSON
 		__atomic_fetch_add(&c->status_only_updates, 1, __ATOMIC_RELAXED);
 		return;
 	}
+	if (op == INFORMER_RESYNC) {
+		/* Every job, every --resync-period; one whose creates are
+		 * refused keeps to its back-off. */
+		if (!workqueue_resync(&c->queue, key))
+			__atomic_fetch_add(&c->resyncs_backing_off, 1, __ATOMIC_RELAXED);
+		return;
+	}
 	workqueue_add(&c->queue, key);
 }
 
@@ -192,8 +199,8 @@ static void on_pod(void *ctx, enum informer_op op, const cJSON *old, const cJSON
 	const char *name = str_member(meta, "name"), *uid = str_member(meta, "uid");
 	char key[WORKQUEUE_KEY_LEN];
 
-	if (owner_key(obj, key, sizeof(key)) < 0 || name == NULL)
-		return;
+	if (op == INFORMER_RESYNC || owner_key(obj, key, sizeof(key)) < 0 || name == NULL)
+		return; /* the job's own resync brings it back */
 	if (op == INFORMER_ADD)
 		expectations_observe_create(&c->expect, key, name);
 	if (op == INFORMER_DELETE)
@@ -226,9 +233,8 @@ static void on_owned(void *ctx, enum informer_op op, const cJSON *old, const cJS
 	struct controller *c = ctx;
 	char key[WORKQUEUE_KEY_LEN];
 
-	(void)op;
 	(void)old;
-	if (owner_key(obj, key, sizeof(key)) == 0)
+	if (op != INFORMER_RESYNC && owner_key(obj, key, sizeof(key)) == 0)
 		workqueue_add(&c->queue, key);
 }
 

@@ -85,6 +85,7 @@ struct controller {
 	/* Counters, for logs and metrics. */
 	unsigned long reconciles, reconcile_errors, passes_dropped;
 	unsigned long status_only_updates; /* job updates dropped: nothing to do */
+	unsigned long resyncs_backing_off; /* resyncs of jobs left to their back-off */
 	struct actions_counters counts;
 	struct histogram reconcile_time;
 };

@@ -111,6 +111,10 @@ static void controller_metrics(FILE *f, struct controller *c)
 	        "Job updates that changed only the status (the operator's own writes among them), "
 	        "which start no reconcile",
 	        &c->status_only_updates);
+	counter(f, P "job_resyncs_backing_off_total",
+	        "Periodic resyncs of jobs whose retry after a failure was pending, which start "
+	        "no reconcile: the retry comes at the end of its back-off",
+	        &c->resyncs_backing_off);
 	counter(f, P "events_created_total", "Events created on jobs", &c->events.created);
 	counter(f, P "events_counted_total",
 	        "Events that repeated one already written, counted on it instead",

@@ -160,6 +160,20 @@ void workqueue_add(struct workqueue *q, const char *key)
 	pthread_mutex_unlock(&q->lock);
 }
 
+int workqueue_resync(struct workqueue *q, const char *key)
+{
+	int add;
+
+	if (!key_fits(key))
+		return 0;
+	pthread_mutex_lock(&q->lock);
+	add = !strmap_has(&q->backoff_due, key);
+	if (add)
+		add_locked(q, key, WORKQUEUE_ADDED);
+	pthread_mutex_unlock(&q->lock);
+	return add;
+}
+
 void workqueue_add_after(struct workqueue *q, const char *key, long long delay_ms)
 {
 	char tkey[WORKQUEUE_KEY_LEN + 1];

@@ -72,6 +72,11 @@ int workqueue_init(struct workqueue *q, int base_ms, int max_ms, char *err);
 /* Queues key (see above). */
 void workqueue_add(struct workqueue *q, const char *key);
 
+/* A periodic resync's workqueue_add: queues key unless a back-off after a
+ * failure is pending for it (that retry comes anyway, and a resync must not
+ * bring a refused job back sooner). Returns 1 if queued, 0 if not. */
+int workqueue_resync(struct workqueue *q, const char *key);
+
 /* Queues key in delay_ms (at once when <= 0). */
 void workqueue_add_after(struct workqueue *q, const char *key, long long delay_ms);
 

@@ -444,6 +444,38 @@ static void test_forget_cancels_the_backoff_left(void **state)
 	workqueue_release(&q);
 }
 
+/* A periodic resync brings back every job, but not one waiting out its
+ * back-off after a refused create: that would undo the back-off every
+ * --resync-seconds. Once the retry has come and succeeded, resyncs queue
+ * it again. */
+static void test_a_resync_leaves_a_key_in_backoff_to_its_retry(void **state)
+{
+	struct workqueue q;
+	struct workqueue_taken t;
+	char key[WORKQUEUE_KEY_LEN];
+
+	(void)state;
+	init(&q, 60000, 60000);
+	assert_int_equal(workqueue_resync(&q, "ns/a"), 1);
+	take_a(&q, &t);
+	workqueue_add_rate_limited(&q, "ns/a"); /* refused: retry in a minute */
+	workqueue_done(&q, "ns/a");
+	assert_int_equal(workqueue_resync(&q, "ns/a"), 0);
+	assert_int_equal(workqueue_len(&q), 0);
+	assert_int_equal(workqueue_resync(&q, "ns/b"), 1); /* others are not held */
+	assert_int_equal(workqueue_get(&q, key), 1);
+	assert_string_equal(key, "ns/b");
+	workqueue_done(&q, key);
+	/* An event still brings it early; once a pass succeeds, resyncs do too. */
+	workqueue_add(&q, "ns/a");
+	take_a(&q, &t);
+	workqueue_forget(&q, "ns/a");
+	workqueue_done(&q, "ns/a");
+	assert_int_equal(workqueue_resync(&q, "ns/a"), 1);
+	assert_int_equal(workqueue_len(&q), 1);
+	workqueue_release(&q);
+}
+
 static void test_add_after_delivers_after_the_delay(void **state)
 {
 	struct workqueue q;
@@ -543,6 +575,7 @@ int main(void)
 	        test_a_retry_comes_no_sooner_than_its_backoff_when_nothing_else_adds_it),
 	    cmocka_unit_test(test_get_says_when_a_retry_comes_early_and_why),
 	    cmocka_unit_test(test_forget_cancels_the_backoff_left),
+	    cmocka_unit_test(test_a_resync_leaves_a_key_in_backoff_to_its_retry),
 	    cmocka_unit_test(test_add_after_delivers_after_the_delay),
 	    cmocka_unit_test(test_shutdown_wakes_blocked_workers),
 	    cmocka_unit_test(test_a_key_too_long_for_get_is_never_queued),
