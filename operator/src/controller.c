@@ -199,8 +199,8 @@ static void on_pod(void *ctx, enum informer_op op, const cJSON *old, const cJSON
 	const char *name = str_member(meta, "name"), *uid = str_member(meta, "uid");
 	char key[WORKQUEUE_KEY_LEN];
 
-	if (op == INFORMER_RESYNC || owner_key(obj, key, sizeof(key)) < 0 || name == NULL)
-		return; /* the job's own resync brings it back */
+	if (owner_key(obj, key, sizeof(key)) < 0 || name == NULL)
+		return;
 	if (op == INFORMER_ADD)
 		expectations_observe_create(&c->expect, key, name);
 	if (op == INFORMER_DELETE)
@@ -233,8 +233,9 @@ static void on_owned(void *ctx, enum informer_op op, const cJSON *old, const cJS
 	struct controller *c = ctx;
 	char key[WORKQUEUE_KEY_LEN];
 
+	(void)op;
 	(void)old;
-	if (op != INFORMER_RESYNC && owner_key(obj, key, sizeof(key)) == 0)
+	if (owner_key(obj, key, sizeof(key)) == 0)
 		workqueue_add(&c->queue, key);
 }
 
@@ -530,7 +531,11 @@ static void informer_setup(struct controller *c, struct informer *inf, const cha
 	    .plural = plural,
 	    .namespace = c->cfg.namespace,
 	    .label_selector = selector,
-	    .resync_s = c->cfg.resync_s,
+	    /* The jobs' resync alone: it brings back every job, and a job
+	     * waiting out its back-off keeps to it (on_job); a resync of the
+	     * pods, Services and NetworkPolicies would only bring the same
+	     * jobs back around that rule. */
+	    .resync_s = inf == &c->jobs ? c->cfg.resync_s : 0,
 	    .handler = handler,
 	    .handler_ctx = c,
 	    .transform = transform,
