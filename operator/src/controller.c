@@ -183,7 +183,7 @@ static void on_job(void *ctx, enum informer_op op, const cJSON *old, const cJSON
 		return;
 	}
 	if (op == INFORMER_RESYNC) {
-		/* Every job, every --resync-period; one whose creates are
+		/* Every job, every --resync-seconds; one whose creates are
 		 * refused keeps to its back-off. */
 		if (!workqueue_resync(&c->queue, key))
 			__atomic_fetch_add(&c->resyncs_backing_off, 1, __ATOMIC_RELAXED);
