@@ -60,7 +60,7 @@ OPERATOR_PKG_LIBS := $(shell pkg-config --libs $(OPERATOR_PKGS) 2>/dev/null)
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wformat=2 -Wvla
 CFLAGS ?= -O3 -g
 ALL_CFLAGS = -std=c17 -D_GNU_SOURCE -ffp-contract=off -fno-math-errno $(WARN) $(CFLAGS) $(SANFLAGS) $(PKG_CFLAGS) \
-	$(OPERATOR_PKG_CFLAGS) $(ALL_CFLAGS_CUDA) -Icommon -Iworker/src -Ioperator/src -MMD -MP
+	$(OPERATOR_PKG_CFLAGS) $(ALL_CFLAGS_CUDA) -Icommon $(WORKER_INC) -Ioperator/src -MMD -MP
 LDFLAGS ?=
 ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
 LIBS = $(PKG_LIBS) $(CUDA_LIBS) -lm -lpthread
@@ -68,13 +68,24 @@ LIBS = $(PKG_LIBS) $(CUDA_LIBS) -lm -lpthread
 OBJ := $(BUILD)/obj
 BIN := $(BUILD)/bin
 
+# mwj-worker's sources sit in rooms that follow the data flow, each
+# depending only on the ones before it: base/ (threads, SIMD, random
+# numbers, memory, the BLAS), nn/ (layers, losses, the model), optim/,
+# data/ (IDX and the sharded stream), comm/ (sockets, handshake,
+# rendezvous, ring, communicators, the gradient reducer), state/ (backups,
+# the model file, the state sync), backend/ (where a step runs; the CUDA
+# build's own in cuda/) and app/ (the trainer, evaluate, progress, the
+# command line). Every room is on the include path, so a file includes
+# "model.h" wherever it sits.
+WORKER_ROOMS := base nn optim data comm state backend app
+WORKER_INC := $(addprefix -Iworker/src/,$(WORKER_ROOMS)) -Iworker/src
 COMMON_SRC := $(wildcard common/*.c)
-WORKER_SRC := $(filter-out worker/src/main.c,$(wildcard worker/src/*.c))
+WORKER_SRC := $(filter-out worker/src/app/main.c,$(wildcard $(WORKER_ROOMS:%=worker/src/%/*.c)))
 COMMON_OBJ := $(COMMON_SRC:%.c=$(OBJ)/%.o)
 ifeq ($(CUDA),1)
 # The CUDA backend and the NCCL communicator replace what a CPU-only build
 # says about GPUs (gpu_none.c).
-WORKER_SRC := $(filter-out worker/src/gpu_none.c,$(WORKER_SRC)) $(wildcard worker/src/cuda/*.c)
+WORKER_SRC := $(filter-out worker/src/backend/gpu_none.c,$(WORKER_SRC)) $(wildcard worker/src/cuda/*.c)
 WORKER_CU := $(wildcard worker/src/cuda/*.cu)
 ALL_CFLAGS_CUDA := -isystem $(CUDA_HOME)/include
 NVCC_GENCODE := $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
@@ -82,7 +93,7 @@ NVCC_GENCODE := $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a
 # -fmad=false: the CPU is built with -ffp-contract=off, and the kernels'
 # element-wise arithmetic (cuda/elem.h) must round as the CPU's does.
 NVCCFLAGS := -std=c++17 -O3 -g -lineinfo -fmad=false $(NVCC_GENCODE) -Xcompiler -Wall,-Wextra \
-	-Icommon -Iworker/src
+	-Icommon $(WORKER_INC) -Iworker/src/cuda
 # cudart statically (no runtime to install beside the driver); cuBLAS and
 # NCCL from the toolkit, found at run time through the rpath, or the image's
 # or LD_LIBRARY_PATH's copies.
@@ -141,7 +152,7 @@ FUZZ_TIMEOUT ?= 10
 FUZZ_OBJ := $(BUILD)/fuzz/obj
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS := -std=c17 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(PKG_CFLAGS) \
-	$(OPERATOR_PKG_CFLAGS) -Icommon -Iworker/src -Ioperator/src -MMD -MP
+	$(OPERATOR_PKG_CFLAGS) -Icommon $(WORKER_INC) -Ioperator/src -MMD -MP
 
 .PHONY: all test bench soak demo fuzz lint clean chart-crds images images-check images-cuda
 all: $(WORKER_BIN) $(OPERATOR_BIN)
@@ -162,7 +173,7 @@ $(WORKER_LIB): $(WORKER_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(WORKER_BIN): $(OBJ)/worker/src/main.o $(WORKER_LIB) $(COMMON_LIB)
+$(WORKER_BIN): $(OBJ)/worker/src/app/main.o $(WORKER_LIB) $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) $^ $(LIBS) -o $@
 
@@ -369,7 +380,7 @@ MPI_FILES := bench/mpi_allreduce.c
 lint:
 	clang-format --dry-run --Werror $(C_FILES)
 	clang-tidy --quiet $(filter-out $(MPI_FILES),$(TIDY_FILES)) -- -std=c17 \
-		-D_GNU_SOURCE -DFUZZ_CORPUS='""' $(PKG_CFLAGS) $(OPERATOR_PKG_CFLAGS) -Icommon -Iworker/src \
+		-D_GNU_SOURCE -DFUZZ_CORPUS='""' $(PKG_CFLAGS) $(OPERATOR_PKG_CFLAGS) -Icommon $(WORKER_INC) \
 		-Iworker/tests -Ioperator/src -Ioperator/tests -Ibench \
 		$(if $(NVCC_FOUND),-isystem $(CUDA_HOME)/include)
 	$(if $(MPICC),clang-tidy --quiet $(MPI_FILES) -- -std=c17 -D_GNU_SOURCE \
