@@ -48,7 +48,7 @@ CUDA_ARCHS ?= 80 86 89 90
 NVCC_FOUND := $(wildcard $(NVCC))
 
 CC ?= cc
-PKGS := openblas libcjson zlib libcrypto
+PKGS := openblas libcjson zlib libcrypto minizip
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS := $(shell pkg-config --libs $(PKGS))
 # The operator also talks HTTPS (libcurl), reads kubeconfigs (libyaml) and

@@ -22,6 +22,7 @@ packages=(
 	libopenblas-dev  # every GEMM on the CPU
 	libcjson-dev     # all JSON
 	zlib1g-dev       # gzip IDX data
+	libminizip-dev   # NumPy .npz and Keras .keras files (zip), members memory-mapped where stored
 	libssl-dev       # SHA-256 of weights, the ring's HMAC (libcrypto)
 	libcurl4-openssl-dev # mwj-operator: HTTPS (and HTTP/2) to the Kubernetes API
 	libyaml-dev      # mwj-operator: kubeconfig files
