@@ -70,14 +70,14 @@ BIN := $(BUILD)/bin
 
 # mwj-worker's sources sit in rooms that follow the data flow, each
 # depending only on the ones before it: base/ (threads, SIMD, random
-# numbers, memory, the BLAS), nn/ (layers, losses, the model), optim/,
-# data/ (IDX and the sharded stream), comm/ (sockets, handshake,
+# numbers, memory, the BLAS), optim/, nn/ (layers, losses, the model and
+# the Keras files that describe it), data/ (IDX and the sharded stream), comm/ (sockets, handshake,
 # rendezvous, ring, communicators, the gradient reducer), state/ (backups,
 # the model file, the state sync), backend/ (where a step runs; the CUDA
 # build's own in cuda/) and app/ (the trainer, evaluate, progress, the
 # command line). Every room is on the include path, so a file includes
 # "model.h" wherever it sits.
-WORKER_ROOMS := base nn optim data comm state backend app
+WORKER_ROOMS := base optim nn data comm state backend app
 WORKER_INC := $(addprefix -Iworker/src/,$(WORKER_ROOMS)) -Iworker/src
 COMMON_SRC := $(wildcard common/*.c)
 WORKER_SRC := $(filter-out worker/src/app/main.c,$(wildcard $(WORKER_ROOMS:%=worker/src/%/*.c)))
