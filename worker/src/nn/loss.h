@@ -10,6 +10,35 @@
 
 #include "hostdev.h"
 
+/* The losses of Keras' compile(loss=...), with its semantics: the mean over
+ * the batch of per-example losses (SUM_OVER_BATCH_SIZE). */
+enum loss_kind {
+	LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, /* integer class labels */
+	LOSS_CATEGORICAL_CROSSENTROPY,        /* one-hot (or soft) labels */
+	LOSS_BINARY_CROSSENTROPY,             /* targets in [0, 1] per output */
+	LOSS_MEAN_SQUARED_ERROR,
+	LOSS_MEAN_ABSOLUTE_ERROR,
+};
+
+struct loss_config {
+	enum loss_kind kind;
+	int from_logits; /* the cross-entropies: the model outputs logits */
+};
+
+/* The metrics of compile(metrics=[...]). METRIC_ACCURACY is Keras'
+ * "accuracy", which becomes the variant that fits the loss
+ * (loss_resolve_metric); the others are named as Keras names them. */
+enum metric_kind {
+	METRIC_ACCURACY,
+	METRIC_SPARSE_CATEGORICAL_ACCURACY,
+	METRIC_CATEGORICAL_ACCURACY,
+	METRIC_BINARY_ACCURACY,
+	METRIC_MEAN_SQUARED_ERROR,
+	METRIC_MEAN_ABSOLUTE_ERROR,
+};
+
+#define LOSS_MAX_METRICS 4
+
 struct loss_sums {
 	double loss;  /* sum over the batch of per-example losses */
 	long correct; /* examples whose argmax logit is the label */

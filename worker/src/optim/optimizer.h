@@ -12,7 +12,27 @@
 
 #include "grad_slice.h"
 
-enum optimizer_kind { OPT_SGD, OPT_ADAM };
+enum optimizer_kind { OPT_SGD, OPT_ADAM, OPT_ADAMW, OPT_ADAGRAD, OPT_RMSPROP };
+
+/* An optimizer's hyper-parameters, with Keras 3's names and, from
+ * optimizer_config_defaults, Keras 3's defaults for the kind. A field
+ * applies to the kinds named beside it and is ignored by the others. */
+struct optimizer_config {
+	enum optimizer_kind kind;
+	double learning_rate; /* all */
+	double momentum;      /* SGD, RMSprop */
+	int nesterov;         /* SGD */
+	double beta_1, beta_2; /* Adam, AdamW */
+	double epsilon;        /* Adam, AdamW, Adagrad, RMSprop */
+	double weight_decay;   /* AdamW (decoupled: w -= lr * wd * w before the step) */
+	double initial_accumulator_value; /* Adagrad */
+	double rho;                       /* RMSprop */
+	int centered;                     /* RMSprop */
+};
+
+/* Keras 3's defaults for kind (SGD: lr 0.01 in Keras, but mwj's --learning-rate
+ * default of 0.001 is the caller's business: this sets Keras' own). */
+void optimizer_config_defaults(struct optimizer_config *c, enum optimizer_kind kind);
 
 struct optimizer {
 	enum optimizer_kind kind;
