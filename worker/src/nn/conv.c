@@ -24,30 +24,112 @@ NO_LIBCALLS static inline void copy_run(float *restrict d, const float *restrict
 		d[i] = s[i];
 }
 
-/* cols (KH*KW*C, B*OH*OW): row (kh, kw, c) holds, for every output pixel, the
- * input value under that kernel tap. For C == 1 each output row is one
- * contiguous run of the input row, copied with copy_run. */
-NO_LIBCALLS static void im2col(float *restrict cols, const float *restrict in, int b0, int b1,
-                               int B, int H, int W, int C, int KH, int KW)
+int conv_geom_init(struct conv_geom *g, int H, int W, int C, int KH, int KW, int OC, int SH, int SW,
+                   int same, int bias)
 {
-	int OH = H - KH + 1, OW = W - KW + 1;
+	if (H < 1 || W < 1 || C < 1 || KH < 1 || KW < 1 || OC < 1 || SH < 1 || SW < 1)
+		return -1;
+	*g = (struct conv_geom){.H = H,
+	                        .W = W,
+	                        .C = C,
+	                        .KH = KH,
+	                        .KW = KW,
+	                        .OC = OC,
+	                        .SH = SH,
+	                        .SW = SW,
+	                        .bias = bias != 0};
+	if (same) {
+		g->OH = (H + SH - 1) / SH;
+		g->OW = (W + SW - 1) / SW;
+		int ph = (g->OH - 1) * SH + KH - H, pw = (g->OW - 1) * SW + KW - W;
+		g->PT = ph > 0 ? ph / 2 : 0;
+		g->PL = pw > 0 ? pw / 2 : 0;
+	} else {
+		if (H < KH || W < KW)
+			return -1;
+		g->OH = (H - KH) / SH + 1;
+		g->OW = (W - KW) / SW + 1;
+	}
+	return 0;
+}
+
+static struct conv_geom valid_geom(int H, int W, int C, int KH, int KW, int OC)
+{
+	struct conv_geom g;
+
+	conv_geom_init(&g, H, W, C, KH, KW, OC, 1, 1, 0, 1);
+	return g;
+}
+
+/* Whether the shape takes the direct path. */
+static int geom_is_direct(const struct conv_geom *g)
+{
+	return conv_is_direct(g->C, g->KH, g->KW, g->OC) && g->SH == 1 && g->SW == 1 &&
+	       g->PT == 0 && g->PL == 0 && g->OH == g->H - 2 && g->OW == g->W - 2 && g->bias;
+}
+
+long conv_geom_cols_len(const struct conv_geom *g, int B)
+{
+	if (geom_is_direct(g))
+		return 0;
+	return ((long)g->KH * g->KW * g->C + g->bias) * B * g->OH * g->OW;
+}
+
+/* The output columns [ow0, ow1) of a row whose input column
+ * ow * SW + kw - PL lies inside the image. */
+static void inside(const struct conv_geom *g, int kw, int *ow0, int *ow1)
+{
+	int lo = g->PL - kw, hi = g->W + g->PL - kw; /* ow * SW in [lo, hi) */
+
+	*ow0 = lo > 0 ? (lo + g->SW - 1) / g->SW : 0;
+	*ow1 = hi > 0 ? (hi + g->SW - 1) / g->SW : 0;
+	if (*ow1 > g->OW)
+		*ow1 = g->OW;
+	if (*ow0 > *ow1)
+		*ow0 = *ow1;
+}
+
+/* cols (KH*KW*C, B*OH*OW): row (kh, kw, c) holds, for every output pixel, the
+ * input value under that kernel tap, 0 in the padding. For C == 1 and
+ * stride 1 each output row is one contiguous run of the input row, copied
+ * with copy_run. */
+NO_LIBCALLS static void im2col(float *restrict cols, const float *restrict in, int b0, int b1,
+                               int B, const struct conv_geom *g)
+{
+	int H = g->H, W = g->W, C = g->C, OH = g->OH, OW = g->OW;
 	size_t M = (size_t)B * OH * OW;
 
-	for (int kh = 0; kh < KH; kh++) {
-		for (int kw = 0; kw < KW; kw++) {
+	for (int kh = 0; kh < g->KH; kh++) {
+		for (int kw = 0; kw < g->KW; kw++) {
+			int ow0, ow1;
+			inside(g, kw, &ow0, &ow1);
 			for (int c = 0; c < C; c++) {
-				float *dst = cols + ((size_t)(kh * KW + kw) * C + c) * M;
+				float *dst = cols + ((size_t)(kh * g->KW + kw) * C + c) * M;
 				for (int b = b0; b < b1; b++) {
 					for (int oh = 0; oh < OH; oh++) {
-						const float *src =
-						    in + (((size_t)b * H + oh + kh) * W + kw) * C +
-						    c;
+						int ih = oh * g->SH + kh - g->PT;
 						float *d = dst + ((size_t)b * OH + oh) * OW;
-						if (C == 1)
-							copy_run(d, src, OW);
-						else
+						if (ih < 0 || ih >= H) {
 							for (int ow = 0; ow < OW; ow++)
-								d[ow] = src[(size_t)ow * C];
+								d[ow] = 0.0f;
+							continue;
+						}
+						for (int ow = 0; ow < ow0; ow++)
+							d[ow] = 0.0f;
+						const float *src =
+						    in +
+						    (((size_t)b * H + ih) * W +
+						     (size_t)ow0 * g->SW + kw - g->PL) *
+						        C +
+						    c;
+						if (C == 1 && g->SW == 1)
+							copy_run(d + ow0, src, ow1 - ow0);
+						else
+							for (int ow = ow0; ow < ow1; ow++)
+								d[ow] = src[(size_t)(ow - ow0) *
+								            g->SW * C];
+						for (int ow = ow1; ow < OW; ow++)
+							d[ow] = 0.0f;
 					}
 				}
 			}
@@ -56,26 +138,33 @@ NO_LIBCALLS static void im2col(float *restrict cols, const float *restrict in, i
 }
 
 /* The adjoint of im2col: every column entry is added back onto the input
- * pixel it was copied from. */
-static void col2im(float *restrict din, const float *restrict dcols, int b0, int b1, int B, int H,
-                   int W, int C, int KH, int KW)
+ * pixel it was copied from; the padding's are dropped. */
+static void col2im(float *restrict din, const float *restrict dcols, int b0, int b1, int B,
+                   const struct conv_geom *g)
 {
-	int OH = H - KH + 1, OW = W - KW + 1;
+	int H = g->H, W = g->W, C = g->C, OH = g->OH, OW = g->OW;
 	size_t M = (size_t)B * OH * OW;
 
 	memset(din + (size_t)b0 * H * W * C, 0, sizeof(float) * (b1 - b0) * H * W * C);
-	for (int kh = 0; kh < KH; kh++) {
-		for (int kw = 0; kw < KW; kw++) {
+	for (int kh = 0; kh < g->KH; kh++) {
+		for (int kw = 0; kw < g->KW; kw++) {
+			int ow0, ow1;
+			inside(g, kw, &ow0, &ow1);
 			for (int c = 0; c < C; c++) {
-				const float *src = dcols + ((size_t)(kh * KW + kw) * C + c) * M;
+				const float *src = dcols + ((size_t)(kh * g->KW + kw) * C + c) * M;
 				for (int b = b0; b < b1; b++) {
 					for (int oh = 0; oh < OH; oh++) {
-						float *d =
-						    din + (((size_t)b * H + oh + kh) * W + kw) * C +
-						    c;
+						int ih = oh * g->SH + kh - g->PT;
+						if (ih < 0 || ih >= H)
+							continue;
+						float *d = din +
+						           (((size_t)b * H + ih) * W +
+						            (size_t)ow0 * g->SW + kw - g->PL) *
+						               C +
+						           c;
 						const float *s = src + ((size_t)b * OH + oh) * OW;
-						for (int ow = 0; ow < OW; ow++)
-							d[(size_t)ow * C] += s[ow];
+						for (int ow = ow0; ow < ow1; ow++)
+							d[(size_t)(ow - ow0) * g->SW * C] += s[ow];
 					}
 				}
 			}
@@ -225,7 +314,8 @@ static void direct_backward(float *dwb, float *din, const float *dout, const flo
 struct forward_job {
 	float *out, *cols;
 	const float *in, *wb;
-	int B, H, W, C, KH, KW, OC, relu, block;
+	const struct conv_geom *g;
+	int B, relu, block;
 };
 
 /* One part of the batch, in blocks of examples: examples never share input
@@ -233,46 +323,56 @@ struct forward_job {
 static void forward_part(void *ctx, int part, int parts)
 {
 	const struct forward_job *j = ctx;
-	int P = (j->H - j->KH + 1) * (j->W - j->KW + 1), K = j->KH * j->KW * j->C;
+	const struct conv_geom *g = j->g;
+	int P = g->OH * g->OW, K = g->KH * g->KW * g->C, OC = g->OC;
 	size_t M = (size_t)j->B * P, lo, hi;
 
 	parallel_range((size_t)j->B, part, parts, 1, &lo, &hi);
 	for (size_t b0 = lo; b0 < hi; b0 += (size_t)j->block) {
 		size_t b1 = b0 + (size_t)j->block < hi ? b0 + (size_t)j->block : hi;
 		size_t r0 = b0 * P, rows = (b1 - b0) * P;
-		float *out = j->out + r0 * j->OC;
-		im2col(j->cols, j->in, (int)b0, (int)b1, j->B, j->H, j->W, j->C, j->KH, j->KW);
-		for (size_t r = r0; r < r0 + rows; r++)
-			j->cols[(size_t)K * M + r] = 1.0f;
-		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)rows, j->OC, K + 1, 1.0f,
-		            j->cols + r0, (int)M, j->wb, j->OC, 0.0f, out, j->OC);
+		float *out = j->out + r0 * OC;
+		im2col(j->cols, j->in, (int)b0, (int)b1, j->B, g);
+		if (g->bias)
+			for (size_t r = r0; r < r0 + rows; r++)
+				j->cols[(size_t)K * M + r] = 1.0f;
+		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)rows, OC, K + g->bias,
+		            1.0f, j->cols + r0, (int)M, j->wb, OC, 0.0f, out, OC);
 		if (j->relu)
-			relu_forward_serial(out, rows * j->OC);
+			relu_forward_serial(out, rows * OC);
 	}
+}
+
+void conv_forward_geom(float *out, float *cols, const float *in, const float *wb, int B,
+                       const struct conv_geom *g, int relu)
+{
+	if (geom_is_direct(g)) {
+		struct direct_job d = {
+		    .out = out, .in = in, .wb = wb, .B = B, .H = g->H, .W = g->W, .relu = relu};
+		parallel_run(direct_forward_part, &d);
+		return;
+	}
+	int P = g->OH * g->OW;
+	size_t per_example = sizeof(float) * (size_t)P * (g->KH * g->KW * g->C + 1 + g->OC);
+	int block = (int)(BLOCK_BYTES / per_example);
+	struct forward_job j = {out, cols, in, wb, g, B, relu, block < 1 ? 1 : block};
+
+	parallel_run(forward_part, &j);
 }
 
 void conv_forward(float *out, float *cols, const float *in, const float *wb, int B, int H, int W,
                   int C, int KH, int KW, int OC, int relu)
 {
-	if (conv_is_direct(C, KH, KW, OC)) {
-		struct direct_job d = {
-		    .out = out, .in = in, .wb = wb, .B = B, .H = H, .W = W, .relu = relu};
-		parallel_run(direct_forward_part, &d);
-		return;
-	}
-	int P = (H - KH + 1) * (W - KW + 1);
-	size_t per_example = sizeof(float) * (size_t)P * (KH * KW * C + 1 + OC);
-	int block = (int)(BLOCK_BYTES / per_example);
-	struct forward_job j = {
-	    out, cols, in, wb, B, H, W, C, KH, KW, OC, relu, block < 1 ? 1 : block};
+	struct conv_geom g = valid_geom(H, W, C, KH, KW, OC);
 
-	parallel_run(forward_part, &j);
+	conv_forward_geom(out, cols, in, wb, B, &g, relu);
 }
 
 struct col2im_job {
 	float *din;
 	const float *dcols;
-	int B, H, W, C, KH, KW;
+	const struct conv_geom *g;
+	int B;
 };
 
 static void col2im_part(void *ctx, int part, int parts)
@@ -281,22 +381,30 @@ static void col2im_part(void *ctx, int part, int parts)
 	size_t lo, hi;
 
 	parallel_range((size_t)j->B, part, parts, 1, &lo, &hi);
-	col2im(j->din, j->dcols, (int)lo, (int)hi, j->B, j->H, j->W, j->C, j->KH, j->KW);
+	col2im(j->din, j->dcols, (int)lo, (int)hi, j->B, j->g);
+}
+
+void conv_backward_geom(float *dwb, float *din, float *dcols, const float *dout, const float *in,
+                        const float *cols, const float *wb, int B, const struct conv_geom *g)
+{
+	if (geom_is_direct(g)) {
+		direct_backward(dwb, din, dout, in, wb, B, g->H, g->W);
+		return;
+	}
+	int M = B * g->OH * g->OW, K = g->KH * g->KW * g->C, OC = g->OC;
+	gemm(0, 0, K + g->bias, OC, M, 1.0f, cols, M, dout, OC, 0.0f, dwb, OC);
+	if (!din)
+		return;
+	gemm(0, 1, K, M, OC, 1.0f, wb, OC, dout, OC, 0.0f, dcols, M);
+	struct col2im_job j = {din, dcols, g, B};
+	parallel_run(col2im_part, &j);
 }
 
 void conv_backward(float *dwb, float *din, float *dcols, const float *dout, const float *in,
                    const float *cols, const float *wb, int B, int H, int W, int C, int KH, int KW,
                    int OC)
 {
-	if (conv_is_direct(C, KH, KW, OC)) {
-		direct_backward(dwb, din, dout, in, wb, B, H, W);
-		return;
-	}
-	int M = B * (H - KH + 1) * (W - KW + 1), K = KH * KW * C;
-	gemm(0, 0, K + 1, OC, M, 1.0f, cols, M, dout, OC, 0.0f, dwb, OC);
-	if (!din)
-		return;
-	gemm(0, 1, K, M, OC, 1.0f, wb, OC, dout, OC, 0.0f, dcols, M);
-	struct col2im_job j = {din, dcols, B, H, W, C, KH, KW};
-	parallel_run(col2im_part, &j);
+	struct conv_geom g = valid_geom(H, W, C, KH, KW, OC);
+
+	conv_backward_geom(dwb, din, dcols, dout, in, cols, wb, B, &g);
 }

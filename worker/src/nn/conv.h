@@ -15,6 +15,26 @@
 #ifndef MWJ_CONV_H
 #define MWJ_CONV_H
 
+/* The geometry of a Conv2D as Keras defines it: strides (SH, SW) and
+ * padding "valid" (none: OH = floor((H - KH) / SH) + 1) or "same" (OH =
+ * ceil(H / SH), the total padding max((OH - 1) SH + KH - H, 0) split with
+ * the smaller half on top and left, as TensorFlow splits it), and whether
+ * the layer has a bias (then wb and cols carry the extra row above). The
+ * functions below without _geom are the valid, stride-1, biased case. */
+struct conv_geom {
+	int H, W, C; /* input */
+	int KH, KW, OC;
+	int SH, SW;
+	int PT, PL; /* padding on top and on the left */
+	int OH, OW; /* output */
+	int bias;
+};
+
+/* Fills g; -1 if the output would be empty (a valid kernel larger than the
+ * input) or a size is not positive. */
+int conv_geom_init(struct conv_geom *g, int H, int W, int C, int KH, int KW, int OC, int SH, int SW,
+                   int same, int bias);
+
 /* Whether the shape takes the direct path, which uses neither cols nor
  * dcols. */
 static inline int conv_is_direct(int C, int KH, int KW, int OC)
@@ -45,5 +65,14 @@ void conv_forward(float *out, float *cols, const float *in, const float *wb, int
 void conv_backward(float *dwb, float *din, float *dcols, const float *dout, const float *in,
                    const float *cols, const float *wb, int B, int H, int W, int C, int KH, int KW,
                    int OC);
+
+/* The same for any geometry. cols has KH*KW*C (+ 1 with a bias) rows of
+ * B*OH*OW; conv_geom_cols_len counts it (0 on the direct path, which takes
+ * only the valid, stride-1, biased shape of conv_is_direct). */
+long conv_geom_cols_len(const struct conv_geom *g, int B);
+void conv_forward_geom(float *out, float *cols, const float *in, const float *wb, int B,
+                       const struct conv_geom *g, int relu);
+void conv_backward_geom(float *dwb, float *din, float *dcols, const float *dout, const float *in,
+                        const float *cols, const float *wb, int B, const struct conv_geom *g);
 
 #endif
