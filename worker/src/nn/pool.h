@@ -1,11 +1,46 @@
-/* pool.h - 2x2 max pooling with stride 2, NHWC ("valid": an odd last row or
- * column is dropped, as Keras does).
+/* pool.h - Keras' pooling layers, NHWC: MaxPooling2D and
+ * AveragePooling2D with any pool size, strides and padding, and
+ * GlobalAveragePooling2D; the 2x2, stride-2, valid max pool of the seed
+ * models has a path of its own below.
  *
- * Shapes: in (B, H, W, C), out (B, H/2, W/2, C).
+ * Padding "same" pads as Conv2D does (conv.h), and the padding takes no
+ * part: a max is over the window's pixels inside the image, an average
+ * divides by their number, as TensorFlow's max_pool and avg_pool do.
+ * Backward passes route a max window's gradient to its first maximum in
+ * row-major window order (deterministic on ties) and add where windows
+ * overlap (strides smaller than the pool).
+ *
+ * Shapes: in (B, H, W, C), out (B, OH, OW, C); global: out (B, C).
  */
 #ifndef MWJ_POOL_H
 #define MWJ_POOL_H
 
+struct pool_geom {
+	int H, W, C;
+	int PH, PW; /* pool size */
+	int SH, SW; /* strides */
+	int PT, PL; /* padding on top and on the left */
+	int OH, OW;
+};
+
+/* Fills g; -1 if a size is not positive or a valid pool is larger than
+ * the input. */
+int pool_geom_init(struct pool_geom *g, int H, int W, int C, int PH, int PW, int SH, int SW,
+                   int same);
+
+void maxpool_forward_geom(float *out, const float *in, int B, const struct pool_geom *g);
+/* din is overwritten. */
+void maxpool_backward_geom(float *din, const float *dout, const float *in, const float *out, int B,
+                           const struct pool_geom *g);
+void avgpool_forward_geom(float *out, const float *in, int B, const struct pool_geom *g);
+void avgpool_backward_geom(float *din, const float *dout, int B, const struct pool_geom *g);
+
+/* The mean of each channel over the HW pixels of an example; backward
+ * spreads each channel's gradient over them (din overwritten). */
+void global_avgpool_forward(float *out, const float *in, int B, int HW, int C);
+void global_avgpool_backward(float *din, const float *dout, int B, int HW, int C);
+
+/* The seed models' 2x2, stride-2, valid max pool. */
 void maxpool_forward(float *out, const float *in, int B, int H, int W, int C);
 
 /* din = the window's gradient routed to the input that was the maximum (the
