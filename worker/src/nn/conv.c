@@ -353,6 +353,8 @@ void conv_forward_geom(float *out, float *cols, const float *in, const float *wb
 		return;
 	}
 	int P = g->OH * g->OW;
+	if (P <= 0)
+		return; /* no output: conv_geom_init refuses such a shape */
 	size_t per_example = sizeof(float) * (size_t)P * (g->KH * g->KW * g->C + 1 + g->OC);
 	int block = (int)(BLOCK_BYTES / per_example);
 	struct forward_job j = {out, cols, in, wb, g, B, relu, block < 1 ? 1 : block};
