@@ -14,9 +14,12 @@
 
 #include <cmocka.h>
 
+#include "activation.h"
+#include "batchnorm.h"
 #include "conv.h"
 #include "cuda/elem.h"
 #include "dataset.h"
+#include "dropout.h"
 #include "loss.h"
 #include "optimizer.h"
 #include "pool.h"
@@ -32,6 +35,19 @@ static float *random_floats(size_t n, uint64_t seed, float lo, float hi)
 	for (size_t i = 0; i < n; i++)
 		p[i] = rng_uniform(&r, lo, hi);
 	return p;
+}
+
+/* a and b (n) hold the same bits: -0 is not 0, and a NaN equals itself. */
+static int same_bits(const float *a, const float *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint32_t x, y;
+		memcpy(&x, &a[i], sizeof(x));
+		memcpy(&y, &b[i], sizeof(y));
+		if (x != y)
+			return 0;
+	}
+	return 1;
 }
 
 static void expect_near(const float *a, const float *b, size_t n, float tol)
@@ -168,37 +184,91 @@ static void test_cross_entropy_kernel_matches_the_cpu_bit_for_bit(void **state)
 	free(z);
 }
 
-/* SGD, momentum and Adam: the same bits as optimizer.c for three steps. */
+/* One parameter's update as the kernels do it (kernels.cu), over the
+ * slots (at least one, used or not) as enqueue_update in backend_cuda.c
+ * lays them out. */
+static void elem_update(const struct optimizer *o, float *w, float *st, float g, size_t n, size_t i)
+{
+	float *s0 = st + i;
+
+	if (o->weight_decay != 0.0f)
+		elem_weight_decay(w, o->lr, o->weight_decay);
+	switch (o->kind) {
+	case OPT_SGD:
+		if (o->nslots)
+			elem_sgd_momentum(w, s0, g, o->lr, o->momentum, o->nesterov);
+		else
+			elem_sgd(w, g, o->lr);
+		break;
+	case OPT_ADAM:
+	case OPT_ADAMW:
+		elem_adam(w, s0, s0 + n, g, o->alpha, o->one_minus_beta1, o->one_minus_beta2,
+		          o->eps);
+		break;
+	case OPT_ADAGRAD:
+		elem_adagrad(w, s0, g, o->lr, o->eps);
+		break;
+	case OPT_RMSPROP: {
+		int has_mom = o->momentum > 0.0f;
+		float *mom = has_mom ? s0 + n : NULL;
+		float *a = o->centered ? s0 + (1 + has_mom) * n : NULL;
+		elem_rmsprop(w, s0, mom, a, g, o->lr, o->rho, o->one_minus_rho, o->momentum,
+		             o->eps);
+		break;
+	}
+	}
+}
+
+/* Every kind and option: the same bits as optimizer.c for three steps,
+ * weights and state, the state starting as the backend's does, a copy of
+ * the host's (Adagrad's accumulator is not zero). */
 static void test_optimizer_kernels_match_the_cpu_bit_for_bit(void **state)
 {
+	static const struct {
+		enum optimizer_kind kind;
+		double momentum, weight_decay;
+		int nesterov, centered;
+	} cases[] = {
+	    {OPT_SGD, 0.0, 0.0, 0, 0},     {OPT_SGD, 0.9, 0.0, 0, 0},
+	    {OPT_SGD, 0.9, 0.0, 1, 0},     {OPT_SGD, 0.0, 0.1, 0, 0},
+	    {OPT_ADAM, 0.0, 0.0, 0, 0},    {OPT_ADAMW, 0.0, 0.004, 0, 0},
+	    {OPT_ADAMW, 0.0, 0.5, 0, 0},   {OPT_ADAGRAD, 0.0, 0.0, 0, 0},
+	    {OPT_RMSPROP, 0.0, 0.0, 0, 0}, {OPT_RMSPROP, 0.5, 0.0, 0, 0},
+	    {OPT_RMSPROP, 0.0, 0.0, 0, 1}, {OPT_RMSPROP, 0.9, 0.1, 0, 1},
+	};
 	const size_t n = 257;
 	(void)state;
 
-	for (int rule = 0; rule < 3; rule++) {
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct optimizer_config c;
 		struct optimizer o;
+		optimizer_config_defaults(&c, cases[k].kind);
+		c.learning_rate = 0.01;
+		c.momentum = cases[k].momentum;
+		c.weight_decay = cases[k].weight_decay;
+		c.nesterov = cases[k].nesterov;
+		c.centered = cases[k].centered;
+		optimizer_init_config(&o, &c, n);
+		size_t slots = (size_t)o.nslots * n;
 		float *w = random_floats(n, 9, -1, 1), *g0 = random_floats(n, 10, -1, 1);
 		float *mine = malloc(n * sizeof(float)), *g = malloc(n * sizeof(float));
-		float *m = calloc(n, sizeof(float)), *v = calloc(n, sizeof(float));
+		float *st = calloc(slots ? slots : n, sizeof(float));
+		assert_true(mine && g && st);
 		memcpy(mine, w, n * sizeof(float));
-		optimizer_init(&o, rule == 2 ? OPT_ADAM : OPT_SGD, 0.01f, rule == 1 ? 0.9f : 0.0f,
-		               n);
+		if (slots)
+			memcpy(st, o.state, slots * sizeof(float));
 		for (int step = 0; step < 3; step++) {
 			memcpy(g, g0, n * sizeof(float));
 			optimizer_begin_step(&o);
 			optimizer_apply(&o, w, g, 0, n);
-			for (size_t i = 0; i < n; i++) {
-				if (rule == 0)
-					elem_sgd(&mine[i], g0[i], o.lr);
-				else if (rule == 1)
-					elem_sgd_momentum(&mine[i], &m[i], g0[i], o.lr, o.momentum);
-				else
-					elem_adam(&mine[i], &m[i], &v[i], g0[i], o.alpha, o.beta1,
-					          o.beta2, o.eps);
-			}
+			for (size_t i = 0; i < n; i++)
+				elem_update(&o, &mine[i], st, g0[i], n, i);
 		}
-		assert_memory_equal(mine, w, n * sizeof(float));
+		if (!same_bits(mine, w, n) || !same_bits(st, o.state, slots))
+			fail_msg("%s (case %zu): elem.h and optimizer.c differ",
+			         optimizer_name(o.kind), k);
 		optimizer_release(&o);
-		free(w), free(g0), free(mine), free(g), free(m), free(v);
+		free(w), free(g0), free(mine), free(g), free(st);
 	}
 }
 
@@ -219,6 +289,156 @@ static void test_pixel_kernel_scales_as_the_dataset_does(void **state)
 		assert_true(elem_pixel(img[i]) == want[i]);
 }
 
+/* Activations, dropout and batch normalisation: the kernels' arithmetic
+ * (elem.h) against activation.c, dropout.c and batchnorm.c, bit for bit. */
+
+static const struct keras_act ELEM_ACTS[] = {
+    {.kind = KERAS_ACT_SIGMOID},
+    {.kind = KERAS_ACT_TANH},
+    {.kind = KERAS_ACT_SOFTMAX},
+    {.kind = KERAS_ACT_GELU, .approximate = 0},
+    {.kind = KERAS_ACT_GELU, .approximate = 1},
+    {.kind = KERAS_ACT_LEAKY_RELU, .negative_slope = 0.2f},
+    {.kind = KERAS_ACT_LEAKY_RELU, .negative_slope = -0.5f},
+};
+
+/* y (rows, cols) as a kernel computes it, one element (softmax: one row)
+ * at a time. */
+static void elem_act_forward(float *y, const float *x, long rows, long cols,
+                             const struct keras_act *a)
+{
+	for (long r = 0; r < rows && a->kind == KERAS_ACT_SOFTMAX; r++)
+		elem_softmax_row(y + r * cols, x + r * cols, cols);
+	for (long i = 0; i < rows * cols && a->kind != KERAS_ACT_SOFTMAX; i++) {
+		if (a->kind == KERAS_ACT_SIGMOID)
+			y[i] = elem_sigmoid(x[i]);
+		else if (a->kind == KERAS_ACT_TANH)
+			y[i] = elem_tanh(x[i]);
+		else if (a->kind == KERAS_ACT_GELU)
+			y[i] = elem_gelu(x[i], a->approximate);
+		else
+			y[i] = elem_leaky_relu(x[i], a->negative_slope);
+	}
+}
+
+/* dx from dy, the forward output y and its input x, likewise. */
+static void elem_act_backward(float *dx, const float *dy, const float *y, const float *x, long rows,
+                              long cols, const struct keras_act *a)
+{
+	float s = a->negative_slope;
+
+	for (long r = 0; r < rows && a->kind == KERAS_ACT_SOFTMAX; r++)
+		elem_softmax_backward_row(dx + r * cols, dy + r * cols, y + r * cols, cols);
+	for (long i = 0; i < rows * cols && a->kind != KERAS_ACT_SOFTMAX; i++) {
+		if (a->kind == KERAS_ACT_SIGMOID)
+			dx[i] = elem_sigmoid_backward(dy[i], y[i]);
+		else if (a->kind == KERAS_ACT_TANH)
+			dx[i] = elem_tanh_backward(dy[i], y[i]);
+		else if (a->kind == KERAS_ACT_GELU)
+			dx[i] = elem_gelu_backward(dy[i], x[i], a->approximate);
+		else
+			dx[i] = elem_leaky_relu_backward(dy[i], s < 0.0f ? x[i] : y[i], s);
+	}
+}
+
+/* The backward kernel reads the CPU's y (the same bits as the kernel's,
+ * as checked first): GCC 12 at -O3, given the softmax's forward and
+ * backward rows inlined into one function, rounds some last bits of the
+ * backward differently (clang does not), which says nothing about either
+ * kernel. */
+static void test_activation_kernels_match_the_cpu_bit_for_bit(void **state)
+{
+	const size_t rows = 37, cols = 11, n = rows * cols;
+	float *x = random_floats(n, 50, -6, 6), *dy = random_floats(n, 51, -1, 1);
+	float *want = malloc(n * sizeof(float)), *wantd = malloc(n * sizeof(float));
+	float *got = malloc(n * sizeof(float)), *gotd = malloc(n * sizeof(float));
+	(void)state;
+
+	x[0] = 0.0f, x[1] = -0.0f, x[2] = 40.0f, x[3] = -40.0f;
+	for (size_t k = 0; k < sizeof(ELEM_ACTS) / sizeof(ELEM_ACTS[0]); k++) {
+		act_forward(want, x, rows, cols, &ELEM_ACTS[k]);
+		act_backward(wantd, dy, want, x, rows, cols, &ELEM_ACTS[k]);
+		elem_act_forward(got, x, (long)rows, (long)cols, &ELEM_ACTS[k]);
+		assert_memory_equal(got, want, n * sizeof(float));
+		elem_act_backward(gotd, dy, want, x, (long)rows, (long)cols, &ELEM_ACTS[k]);
+		assert_memory_equal(gotd, wantd, n * sizeof(float));
+	}
+	free(x), free(dy), free(want), free(wantd), free(got), free(gotd);
+}
+
+static void test_dropout_kernel_matches_the_cpu_bit_for_bit(void **state)
+{
+	const int B = 7;
+	const long len = 1001, n = B * len;
+	const uint64_t key = dropout_key(5, 2), pos0 = 12345;
+	const float rate = 0.35f;
+	float *in = random_floats((size_t)n, 52, -2, 2), *want = malloc(n * sizeof(float));
+	float *got = malloc(n * sizeof(float));
+	(void)state;
+
+	dropout_forward(want, in, B, (size_t)len, key, pos0, rate);
+	for (long i = 0; i < n; i++)
+		got[i] = elem_dropout(in, i, len, key, pos0, rate, dropout_scale(rate));
+	assert_memory_equal(got, want, n * sizeof(float));
+	dropout_backward(want, in, B, (size_t)len, key, pos0, rate);
+	assert_memory_equal(got, want, n * sizeof(float));
+	free(in), free(want), free(got);
+}
+
+/* The sums a channel per thread, the statistics and coefficients per
+ * channel, then the element-wise steps, against the CPU's passes. */
+static void test_batchnorm_kernels_match_the_cpu_bit_for_bit(void **state)
+{
+	enum { N = 90, C = 70 };
+	const size_t n = (size_t)N * C;
+	const float eps = 1e-3f;
+	float *x = random_floats(n, 53, -3, 5), *dy = random_floats(n, 54, -1, 1);
+	float *gamma = random_floats(C, 55, 0.5f, 2), *beta = random_floats(C, 56, -1, 1);
+	float *mm = random_floats(C, 57, -1, 1), *mv = random_floats(C, 58, 0.1f, 2);
+	float *want = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
+	float mean[C], var[C], invstd[C], s[C], t[C], a[C], b[C], k[C], dgamma[C], dbeta[C];
+	double sums[2 * C], gsums[2 * C], mine[2 * C];
+	(void)state;
+
+	batchnorm_stat_sums(sums, x, N, C);
+	for (int c = 0; c < C; c++)
+		elem_batchnorm_stat_sums(&mine[c], &mine[C + c], x, N, C, c);
+	assert_memory_equal(mine, sums, sizeof(sums));
+
+	batchnorm_forward_train(want, mean, var, invstd, x, gamma, beta, N, C, eps);
+	for (int c = 0; c < C; c++) {
+		double m, v;
+		batchnorm_moments(&m, &v, sums[c], sums[C + c], N);
+		assert_true((float)m == mean[c] && batchnorm_invstd(v, eps) == invstd[c]);
+		batchnorm_coeffs(&s[c], &t[c], mean[c], invstd[c], gamma[c], beta[c]);
+	}
+	for (size_t i = 0; i < n; i++)
+		got[i] = elem_batchnorm(x, (long)i, C, s, t);
+	assert_memory_equal(got, want, n * sizeof(float));
+
+	batchnorm_forward_infer(want, x, NULL, NULL, mm, mv, N, C, eps);
+	for (int c = 0; c < C; c++)
+		batchnorm_coeffs(&s[c], &t[c], mm[c], batchnorm_invstd(mv[c], eps), 1.0f, 0.0f);
+	for (size_t i = 0; i < n; i++)
+		got[i] = elem_batchnorm(x, (long)i, C, s, t);
+	assert_memory_equal(got, want, n * sizeof(float));
+
+	batchnorm_grad_sums(gsums, dy, x, mean, invstd, N, C);
+	batchnorm_backward(want, dgamma, dbeta, dy, x, mean, invstd, gamma, N, C);
+	for (int c = 0; c < C; c++) {
+		elem_batchnorm_grad_sums(&mine[c], &mine[C + c], dy, x, mean[c], invstd[c], N, C,
+		                         c);
+		batchnorm_grad_coeffs(&a[c], &b[c], &k[c], invstd[c], gamma[c], mine[c],
+		                      mine[C + c], N);
+		assert_true((float)mine[c] == dbeta[c] && (float)mine[C + c] == dgamma[c]);
+	}
+	assert_memory_equal(mine, gsums, sizeof(gsums));
+	for (size_t i = 0; i < n; i++)
+		got[i] = elem_batchnorm_backward(dy, x, (long)i, C, mean, a, b, k);
+	assert_memory_equal(got, want, n * sizeof(float));
+	free(x), free(dy), free(gamma), free(beta), free(mm), free(mv), free(want), free(got);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -228,6 +448,9 @@ int main(void)
 	    cmocka_unit_test(test_max_pool_kernels_match_the_cpu_bit_for_bit),
 	    cmocka_unit_test(test_cross_entropy_kernel_matches_the_cpu_bit_for_bit),
 	    cmocka_unit_test(test_optimizer_kernels_match_the_cpu_bit_for_bit),
+	    cmocka_unit_test(test_activation_kernels_match_the_cpu_bit_for_bit),
+	    cmocka_unit_test(test_dropout_kernel_matches_the_cpu_bit_for_bit),
+	    cmocka_unit_test(test_batchnorm_kernels_match_the_cpu_bit_for_bit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

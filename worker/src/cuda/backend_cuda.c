@@ -168,30 +168,54 @@ static int enqueue_grads(struct cuda_backend *cb, struct backend *b, int k, floa
 	return 0;
 }
 
+/* One replica's update: optimizer.h's rule for the kind, its slots in
+ * optimizer.h's layout. */
+static void enqueue_rule(struct cuda_backend *cb, struct replica *rep, const struct optimizer *o,
+                         long n)
+{
+	float *w = rep->m.params, *g = rep->m.grads, *s0 = rep->state;
+	cudaStream_t st = rep->m.stream;
+
+	switch (o->kind) {
+	case OPT_SGD:
+		if (o->nslots)
+			kernel_sgd_momentum(w, s0, g, n, o->lr, o->momentum, o->nesterov,
+			                    o->weight_decay, st);
+		else
+			kernel_sgd(w, g, n, o->lr, o->weight_decay, st);
+		break;
+	case OPT_ADAM:
+	case OPT_ADAMW:
+		/* Read when the update runs: the host writes the next step's
+		 * only after this step's gradients, which follow this update
+		 * on the stream, are done. */
+		CUDA_CHECK(cudaMemcpyAsync(rep->alpha, cb->halpha, sizeof(float),
+		                           cudaMemcpyHostToDevice, st));
+		kernel_adam(w, s0, s0 + n, g, n, rep->alpha, o->one_minus_beta1, o->one_minus_beta2,
+		            o->eps, o->lr, o->weight_decay, st);
+		break;
+	case OPT_ADAGRAD:
+		kernel_adagrad(w, s0, g, n, o->lr, o->eps, o->weight_decay, st);
+		break;
+	case OPT_RMSPROP: {
+		int has_mom = o->momentum > 0.0f;
+		float *mom = has_mom ? s0 + n : NULL;
+		float *a = o->centered ? s0 + (1 + has_mom) * n : NULL;
+		kernel_rmsprop(w, s0, mom, a, g, n, o->lr, o->rho, o->one_minus_rho, o->momentum,
+		               o->eps, o->weight_decay, st);
+		break;
+	}
+	}
+}
+
 /* The second part: the optimizer on every replica. */
 static void enqueue_update(struct cuda_backend *cb, struct backend *b)
 {
-	const struct optimizer *o = b->opt;
 	long n = (long)b->model->nparams;
 
 	for (int r = 0; r < cb->nrep; r++) {
-		struct replica *rep = &cb->rep[r];
-		cudaStream_t st = rep->m.stream;
 		CUDA_CHECK(cudaSetDevice(r));
-		if (o->kind == OPT_ADAM) {
-			/* Read when the update runs: the host writes the next
-			 * step's only after this step's gradients, which follow
-			 * this update on the stream, are done. */
-			CUDA_CHECK(cudaMemcpyAsync(rep->alpha, cb->halpha, sizeof(float),
-			                           cudaMemcpyHostToDevice, st));
-			kernel_adam(rep->m.params, rep->state, rep->state + n, rep->m.grads, n,
-			            rep->alpha, o->beta1, o->beta2, o->eps, st);
-		} else if (o->nslots) {
-			kernel_sgd_momentum(rep->m.params, rep->state, rep->m.grads, n, o->lr,
-			                    o->momentum, st);
-		} else {
-			kernel_sgd(rep->m.params, rep->m.grads, n, o->lr, st);
-		}
+		enqueue_rule(cb, &cb->rep[r], b->opt, n);
 	}
 }
 

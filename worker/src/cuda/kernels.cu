@@ -170,45 +170,100 @@ void kernel_xent(float *dlogits, double *sums, const float *logits, const uint8_
 	KERNEL_CHECK();
 }
 
-static __global__ void sgd_k(float *w, const float *g, long n, float lr)
+/* The optimizers: wd is the same for every thread, so the branch costs
+ * nothing, and a kernel with the decay does in one pass what optimizer.c
+ * does in two, the same arithmetic per element. */
+static __global__ void sgd_k(float *w, const float *g, long n, float lr, float wd)
 {
 	GRID_LOOP(i, n)
-	elem_sgd(&w[i], g[i], lr);
+	{
+		if (wd != 0.0f)
+			elem_weight_decay(&w[i], lr, wd);
+		elem_sgd(&w[i], g[i], lr);
+	}
 }
 
-void kernel_sgd(float *w, const float *g, long n, float lr, cudaStream_t s)
+void kernel_sgd(float *w, const float *g, long n, float lr, float wd, cudaStream_t s)
 {
-	sgd_k<<<blocks_for(n), THREADS, 0, s>>>(w, g, n, lr);
+	sgd_k<<<blocks_for(n), THREADS, 0, s>>>(w, g, n, lr, wd);
 	KERNEL_CHECK();
 }
 
 static __global__ void sgd_momentum_k(float *w, float *v, const float *g, long n, float lr,
-                                      float momentum)
+                                      float momentum, int nesterov, float wd)
 {
 	GRID_LOOP(i, n)
-	elem_sgd_momentum(&w[i], &v[i], g[i], lr, momentum);
+	{
+		if (wd != 0.0f)
+			elem_weight_decay(&w[i], lr, wd);
+		elem_sgd_momentum(&w[i], &v[i], g[i], lr, momentum, nesterov);
+	}
 }
 
 void kernel_sgd_momentum(float *w, float *v, const float *g, long n, float lr, float momentum,
-                         cudaStream_t s)
+                         int nesterov, float wd, cudaStream_t s)
 {
-	sgd_momentum_k<<<blocks_for(n), THREADS, 0, s>>>(w, v, g, n, lr, momentum);
+	sgd_momentum_k<<<blocks_for(n), THREADS, 0, s>>>(w, v, g, n, lr, momentum, nesterov, wd);
 	KERNEL_CHECK();
 }
 
 static __global__ void adam_k(float *w, float *m, float *v, const float *g, long n,
-                              const float *alpha, float b1, float b2, float eps)
+                              const float *alpha, float c1, float c2, float eps, float lr,
+                              float wd)
 {
 	float a = *alpha;
 
 	GRID_LOOP(i, n)
-	elem_adam(&w[i], &m[i], &v[i], g[i], a, b1, b2, eps);
+	{
+		if (wd != 0.0f)
+			elem_weight_decay(&w[i], lr, wd);
+		elem_adam(&w[i], &m[i], &v[i], g[i], a, c1, c2, eps);
+	}
 }
 
 void kernel_adam(float *w, float *m, float *v, const float *g, long n, const float *alpha,
-                 float b1, float b2, float eps, cudaStream_t s)
+                 float c1, float c2, float eps, float lr, float wd, cudaStream_t s)
 {
-	adam_k<<<blocks_for(n), THREADS, 0, s>>>(w, m, v, g, n, alpha, b1, b2, eps);
+	adam_k<<<blocks_for(n), THREADS, 0, s>>>(w, m, v, g, n, alpha, c1, c2, eps, lr, wd);
+	KERNEL_CHECK();
+}
+
+static __global__ void adagrad_k(float *w, float *acc, const float *g, long n, float lr,
+                                 float eps, float wd)
+{
+	GRID_LOOP(i, n)
+	{
+		if (wd != 0.0f)
+			elem_weight_decay(&w[i], lr, wd);
+		elem_adagrad(&w[i], &acc[i], g[i], lr, eps);
+	}
+}
+
+void kernel_adagrad(float *w, float *acc, const float *g, long n, float lr, float eps, float wd,
+                    cudaStream_t s)
+{
+	adagrad_k<<<blocks_for(n), THREADS, 0, s>>>(w, acc, g, n, lr, eps, wd);
+	KERNEL_CHECK();
+}
+
+static __global__ void rmsprop_k(float *w, float *v, float *mom, float *a, const float *g, long n,
+                                 float lr, float rho, float c_rho, float momentum, float eps,
+                                 float wd)
+{
+	GRID_LOOP(i, n)
+	{
+		if (wd != 0.0f)
+			elem_weight_decay(&w[i], lr, wd);
+		elem_rmsprop(&w[i], &v[i], mom ? &mom[i] : NULL, a ? &a[i] : NULL, g[i], lr, rho,
+		             c_rho, momentum, eps);
+	}
+}
+
+void kernel_rmsprop(float *w, float *v, float *mom, float *a, const float *g, long n, float lr,
+                    float rho, float c_rho, float momentum, float eps, float wd, cudaStream_t s)
+{
+	rmsprop_k<<<blocks_for(n), THREADS, 0, s>>>(w, v, mom, a, g, n, lr, rho, c_rho, momentum,
+	                                            eps, wd);
 	KERNEL_CHECK();
 }
 

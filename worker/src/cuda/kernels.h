@@ -46,15 +46,24 @@ void kernel_maxpool_backward(float *din, const float *dout, const float *in, con
 void kernel_xent(float *dlogits, double *sums, const float *logits, const uint8_t *labels, int B,
                  int K, float scale, cudaStream_t s);
 
-/* The optimizers over n parameters (optimizer.h's rules). Adam's step
- * size *alpha is read from device memory, where the caller copies the one
- * the host computed (optimizer_begin_step), so that a step captured in a
- * CUDA graph takes each step's own. */
-void kernel_sgd(float *w, const float *g, long n, float lr, cudaStream_t s);
+/* The optimizers over n parameters (optimizer.h's rules, elem.h's
+ * arithmetic), each preceded by Keras' weight decay where wd is not 0.
+ * The state slots are device copies of optimizer.h's; mom and a may be
+ * NULL where the configuration has no such slot. Adam's step size *alpha
+ * is read from device memory, where the caller copies the one the host
+ * computed (optimizer_begin_step), so that a step captured in a CUDA graph
+ * takes each step's own; the other scalars are the same every step. */
+void kernel_sgd(float *w, const float *g, long n, float lr, float wd, cudaStream_t s);
 void kernel_sgd_momentum(float *w, float *v, const float *g, long n, float lr, float momentum,
-                         cudaStream_t s);
-void kernel_adam(float *w, float *m, float *v, const float *g, long n, const float *alpha, float b1,
-                 float b2, float eps, cudaStream_t s);
+                         int nesterov, float wd, cudaStream_t s);
+/* c1, c2: 1 - beta_1, 1 - beta_2; Adam and AdamW. */
+void kernel_adam(float *w, float *m, float *v, const float *g, long n, const float *alpha, float c1,
+                 float c2, float eps, float lr, float wd, cudaStream_t s);
+void kernel_adagrad(float *w, float *acc, const float *g, long n, float lr, float eps, float wd,
+                    cudaStream_t s);
+/* c_rho: 1 - rho. */
+void kernel_rmsprop(float *w, float *v, float *mom, float *a, const float *g, long n, float lr,
+                    float rho, float c_rho, float momentum, float eps, float wd, cudaStream_t s);
 
 /* p[0..n) = v. */
 void kernel_fill(float *p, float v, long n, cudaStream_t s);

@@ -192,61 +192,120 @@ static void test_cnn_pool_layers_on_the_gpu_match_the_cpu(void **state)
 	expect_layers_match("cnn-pool", 7);
 }
 
-/* Three updates of each rule on the GPU and on the CPU from the same
- * weights, state and gradients, Adam's step size the host's as the backend
- * copies it. Built with -fmad=false, the kernels round every operation as
- * the CPU does, and IEEE division and square root are exact on both, so the
- * weights should be the same values; the test holds them to 1e-6 of the
- * largest weight and says whether they were. */
+/* One update on the GPU as enqueue_update launches it, over the device
+ * copy ds of the optimizer's slots. */
+static void gpu_update(const struct optimizer *o, float *dw, float *ds, const float *dg,
+                       const float *dalpha, long n)
+{
+	switch (o->kind) {
+	case OPT_SGD:
+		if (o->nslots)
+			kernel_sgd_momentum(dw, ds, dg, n, o->lr, o->momentum, o->nesterov,
+			                    o->weight_decay, 0);
+		else
+			kernel_sgd(dw, dg, n, o->lr, o->weight_decay, 0);
+		break;
+	case OPT_ADAM:
+	case OPT_ADAMW:
+		kernel_adam(dw, ds, ds + n, dg, n, dalpha, o->one_minus_beta1, o->one_minus_beta2,
+		            o->eps, o->lr, o->weight_decay, 0);
+		break;
+	case OPT_ADAGRAD:
+		kernel_adagrad(dw, ds, dg, n, o->lr, o->eps, o->weight_decay, 0);
+		break;
+	case OPT_RMSPROP: {
+		int has_mom = o->momentum > 0.0f;
+		float *mom = has_mom ? ds + n : NULL;
+		float *a = o->centered ? ds + (1 + has_mom) * n : NULL;
+		kernel_rmsprop(dw, ds, mom, a, dg, n, o->lr, o->rho, o->one_minus_rho, o->momentum,
+		               o->eps, o->weight_decay, 0);
+		break;
+	}
+	}
+}
+
+/* Three updates of each rule and option on the GPU and on the CPU from the
+ * same weights, state and gradients, Adam's step size the host's as the
+ * backend copies it. Built with -fmad=false, the kernels round every
+ * operation as the CPU does, and IEEE division and square root are exact
+ * on both, so the weights should be the same values; the test holds them
+ * to 1e-6 of the largest weight and says whether they were. */
 static void test_optimizers_on_the_gpu_match_the_cpu(void **state)
 {
+	static const struct {
+		const char *name;
+		enum optimizer_kind kind;
+		double momentum, weight_decay;
+		int nesterov, centered;
+	} cases[] = {
+	    {"sgd", OPT_SGD, 0.0, 0.0, 0, 0},
+	    {"sgd momentum", OPT_SGD, 0.9, 0.0, 0, 0},
+	    {"sgd nesterov", OPT_SGD, 0.9, 0.0, 1, 0},
+	    {"sgd weight decay", OPT_SGD, 0.0, 0.1, 0, 0},
+	    {"adam", OPT_ADAM, 0.0, 0.0, 0, 0},
+	    {"adamw", OPT_ADAMW, 0.0, 0.004, 0, 0},
+	    {"adagrad", OPT_ADAGRAD, 0.0, 0.0, 0, 0},
+	    {"rmsprop", OPT_RMSPROP, 0.0, 0.0, 0, 0},
+	    {"rmsprop momentum", OPT_RMSPROP, 0.5, 0.0, 0, 0},
+	    {"rmsprop centered", OPT_RMSPROP, 0.0, 0.0, 0, 1},
+	    {"rmsprop centered momentum", OPT_RMSPROP, 0.9, 0.0, 0, 1},
+	};
 	const size_t n = 4099;
-	const char *names[] = {"sgd", "sgd momentum", "adam"};
 	struct rng r;
 
 	(void)state;
 	NEED_GPUS(1);
 	assert_int_equal(cudaSetDevice(0), cudaSuccess);
-	for (int rule = 0; rule < 3; rule++) {
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct optimizer_config c;
 		struct optimizer o;
 		float *w = malloc(n * sizeof(float)), *g = malloc(n * sizeof(float));
-		float *g0 = malloc(n * sizeof(float)), *dw, *dg, *ds, *dalpha;
-		optimizer_init(&o, rule == 2 ? OPT_ADAM : OPT_SGD, 0.01f, rule == 1 ? 0.9f : 0.0f,
-		               n);
-		rng_init(&r, 5, (uint64_t)rule);
+		float *g0 = malloc(n * sizeof(float)), *dw, *dg, *ds = NULL, *dalpha;
+		optimizer_config_defaults(&c, cases[k].kind);
+		c.learning_rate = 0.01;
+		c.momentum = cases[k].momentum;
+		c.weight_decay = cases[k].weight_decay;
+		c.nesterov = cases[k].nesterov;
+		c.centered = cases[k].centered;
+		optimizer_init_config(&o, &c, n);
+		size_t slots = (size_t)o.nslots * n;
+		rng_init(&r, 5, (uint64_t)k);
 		for (size_t i = 0; i < n; i++)
 			w[i] = rng_uniform(&r, -1, 1), g0[i] = rng_uniform(&r, -1, 1);
 		assert_int_equal(cudaMalloc((void **)&dw, n * 4), cudaSuccess);
 		assert_int_equal(cudaMalloc((void **)&dg, n * 4), cudaSuccess);
-		assert_int_equal(cudaMalloc((void **)&ds, 2 * n * 4), cudaSuccess);
+		if (slots)
+			assert_int_equal(cudaMalloc((void **)&ds, slots * 4), cudaSuccess);
 		assert_int_equal(cudaMalloc((void **)&dalpha, 4), cudaSuccess);
 		assert_int_equal(cudaMemcpy(dw, w, n * 4, cudaMemcpyHostToDevice), cudaSuccess);
 		assert_int_equal(cudaMemcpy(dg, g0, n * 4, cudaMemcpyHostToDevice), cudaSuccess);
-		assert_int_equal(cudaMemset(ds, 0, 2 * n * 4), cudaSuccess);
+		if (slots) /* as cuda_push copies it: Adagrad's starts non-zero */
+			assert_int_equal(cudaMemcpy(ds, o.state, slots * 4, cudaMemcpyHostToDevice),
+			                 cudaSuccess);
 		assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
 		for (int step = 0; step < 3; step++) {
 			memcpy(g, g0, n * sizeof(float));
 			optimizer_begin_step(&o);
 			optimizer_apply(&o, w, g, 0, n);
-			if (rule == 2) {
-				assert_int_equal(
-				    cudaMemcpy(dalpha, &o.alpha, 4, cudaMemcpyHostToDevice),
-				    cudaSuccess);
-				kernel_adam(dw, ds, ds + n, dg, (long)n, dalpha, o.beta1, o.beta2,
-				            o.eps, 0);
-			} else if (rule == 1) {
-				kernel_sgd_momentum(dw, ds, dg, (long)n, o.lr, o.momentum, 0);
-			} else {
-				kernel_sgd(dw, dg, (long)n, o.lr, 0);
-			}
+			assert_int_equal(cudaMemcpy(dalpha, &o.alpha, 4, cudaMemcpyHostToDevice),
+			                 cudaSuccess);
+			gpu_update(&o, dw, ds, dg, dalpha, (long)n);
 		}
 		float *back = from_gpu(dw, n);
 		double diff, scale;
 		compare(back, w, n, &diff, &scale);
 		printf("%s: 3 steps, max |gpu - cpu| %.3g of max |w| %.3g; the same values: %s\n",
-		       names[rule], diff, scale, diff == 0.0 ? "yes" : "no");
+		       cases[k].name, diff, scale, diff == 0.0 ? "yes" : "no");
 		assert_true(diff <= 1e-6 * scale);
 		free(back);
+		if (slots) {
+			back = from_gpu(ds, slots);
+			compare(back, o.state, slots, &diff, &scale);
+			printf("%s: state, max |gpu - cpu| %.3g of max %.3g\n", cases[k].name, diff,
+			       scale);
+			assert_true(diff <= 1e-6 * scale);
+			free(back);
+		}
 		cudaFree(dw), cudaFree(dg), cudaFree(ds), cudaFree(dalpha);
 		free(w), free(g), free(g0);
 		optimizer_release(&o);
