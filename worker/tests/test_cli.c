@@ -304,7 +304,7 @@ static void test_bad_flag_values_are_refused_naming_flag_and_value(void **state)
 	    {"train", "--validation-steps", "-3", "out of range", NULL, {NULL}},
 	    {"train", "--log-every", "-1", "out of range", NULL, {NULL}},
 	    {"train", "--model", "resnet50", "unknown model", NULL, {NULL}},
-	    {"train", "--optimizer", "rmsprop", "sgd or adam", NULL, {NULL}},
+	    {"train", "--optimizer", "lamb", "sgd, adam, adamw, adagrad or rmsprop", NULL, {NULL}},
 	    {"train", "--log-format", "xml", "text or json", NULL, {NULL}},
 	    {"train", "--log-level", "loud", "debug, info, warn or error", NULL, {NULL}},
 	    {"train", "--save-freq", "0", "not 'epoch' or a number of steps", NULL, {NULL}},

@@ -47,7 +47,8 @@ static const struct flag TRAIN_FLAGS[] = {
     {"steps-per-epoch", F_STEPS, "N", "steps per epoch (default: one pass over the data)"},
     {"batch-size", F_BATCH, "N", "examples per step on this worker (default: 64)"},
     {"learning-rate", F_LR, "X", "learning rate (default: 0.001)"},
-    {"optimizer", F_OPTIMIZER, "NAME", "sgd or adam (default: sgd)"},
+    {"optimizer", F_OPTIMIZER, "NAME",
+     "sgd, adam, adamw, adagrad or rmsprop, with Keras 3's rules and defaults (default: sgd)"},
     {"momentum", F_MOMENTUM, "X", "SGD momentum in [0, 1) (default: 0)"},
     {"seed", F_SEED, "N", "seed of the initial weights and the data order (default: 42)"},
     {"data-dir", F_DATA_DIR, "DIR",
@@ -246,7 +247,8 @@ static int apply_flag(void *ctx, int flag, const char *arg, char *err)
 		return parse_double(arg, 1e-12, 100.0, &t->learning_rate, err);
 	case F_OPTIMIZER:
 		if (optimizer_parse(arg, &t->optimizer) < 0)
-			return err_set(err, "'%s' is not sgd or adam", arg);
+			return err_set(err, "'%s' is not sgd, adam, adamw, adagrad or rmsprop",
+			               arg);
 		return 0;
 	case F_MOMENTUM:
 		if (parse_double(arg, 0.0, 1.0, &t->momentum, err) < 0)
@@ -337,9 +339,11 @@ static int validate(const struct cli *c, char *err)
 	if (!m)
 		return err_set(err, "--model: %s", tmp);
 	model_free(m);
-	if (c->train.momentum > 0 && c->train.optimizer != OPT_SGD)
-		return err_set(err, "--momentum %g applies to --optimizer sgd only, not '%s'",
-		               c->train.momentum, optimizer_name(c->train.optimizer));
+	if (c->train.momentum > 0 && c->train.optimizer != OPT_SGD &&
+	    c->train.optimizer != OPT_RMSPROP)
+		return err_set(
+		    err, "--momentum %g applies to --optimizer sgd and rmsprop only, not '%s'",
+		    c->train.momentum, optimizer_name(c->train.optimizer));
 	return 0;
 }
 
