@@ -20,8 +20,8 @@
  * below, channels_first, a dilation or a group count other than 1, a
  * regularizer or constraint, a dtype other than float32, a custom object;
  * the message names the layer, the key and the value, e.g.
- *   layer 'conv2d_1' (Conv2D): "data_format": "channels_first" is not supported (only channels_last)
- * An option that is not there takes Keras' default for the layer.
+ *   layer 'conv2d_1' (Conv2D): "data_format": "channels_first" is not supported (only
+ * channels_last) An option that is not there takes Keras' default for the layer.
  *
  * Layers (enum keras_layer_kind), with the options read:
  *   InputLayer              shape (batch_shape / batch_input_shape): not a
@@ -101,8 +101,8 @@ enum keras_init_kind {
 	KERAS_INIT_HE_NORMAL,
 	KERAS_INIT_LECUN_UNIFORM,
 	KERAS_INIT_LECUN_NORMAL,
-	KERAS_INIT_RANDOM_NORMAL,   /* a = mean, b = stddev */
-	KERAS_INIT_RANDOM_UNIFORM,  /* a = minval, b = maxval */
+	KERAS_INIT_RANDOM_NORMAL,    /* a = mean, b = stddev */
+	KERAS_INIT_RANDOM_UNIFORM,   /* a = minval, b = maxval */
 	KERAS_INIT_TRUNCATED_NORMAL, /* a = mean, b = stddev */
 };
 
@@ -120,15 +120,15 @@ struct keras_layer {
 	char class_name[KERAS_NAME_LEN]; /* as the file spells it, for messages */
 	struct keras_act act;            /* Conv2D, Dense, Activation */
 	int units;                       /* Dense units, Conv2D filters */
-	int kernel[2], strides[2];       /* Conv2D kernel_size and strides; pools: pool_size, strides */
-	int same;                        /* Conv2D and pools: padding "same" (1) or "valid" (0) */
-	int use_bias;                    /* Conv2D, Dense */
+	int kernel[2], strides[2]; /* Conv2D kernel_size and strides; pools: pool_size, strides */
+	int same;                  /* Conv2D and pools: padding "same" (1) or "valid" (0) */
+	int use_bias;              /* Conv2D, Dense */
 	struct keras_init kernel_init, bias_init;
-	int target_rank;                 /* Reshape */
-	int target[KERAS_MAX_RANK];      /* Reshape; at most one -1 */
-	int keepdims;                    /* GlobalAveragePooling2D */
-	double rate;                     /* Dropout */
-	int has_seed;                    /* Dropout: "seed" was an integer */
+	int target_rank;            /* Reshape */
+	int target[KERAS_MAX_RANK]; /* Reshape; at most one -1 */
+	int keepdims;               /* GlobalAveragePooling2D */
+	double rate;                /* Dropout */
+	int has_seed;               /* Dropout: "seed" was an integer */
 	uint64_t seed;
 	double momentum, epsilon;        /* BatchNormalization: Keras' 0.99, 0.001 */
 	int center, scale, synchronized; /* BatchNormalization */

@@ -26,7 +26,7 @@ static const unsigned char MAGIC[8] = {'M', 'W', 'J', 'B', 'A', 'C', 'K', 'P'};
 #define TRAILER_LEN 4
 #define HEADER_MAX  65536 /* a real header is about 400 bytes */
 #define HEAD_LEN    (PREFIX_LEN + HEADER_MAX)
-#define MAX_SLOTS OPTIMIZER_MAX_SLOTS
+#define MAX_SLOTS   OPTIMIZER_MAX_SLOTS
 #define MAX_WORLD   4096
 #define MAX_BATCH   (1 << 20)
 
