@@ -20,8 +20,8 @@
  * below, channels_first, a dilation or a group count other than 1, a
  * regularizer or constraint, a dtype other than float32, a custom object;
  * the message names the layer, the key and the value, e.g.
- *   layer 'conv2d_1' (Conv2D): "data_format": "channels_first" is not supported (only
- * channels_last) An option that is not there takes Keras' default for the layer.
+ *   layer 'conv2d_1' (Conv2D): "data_format": "channels_first" is not supported
+ * An option that is not there takes Keras' default for the layer.
  *
  * Layers (enum keras_layer_kind), with the options read:
  *   InputLayer              shape (batch_shape / batch_input_shape): not a
