@@ -49,6 +49,9 @@ COPY Makefile ./
 COPY common/ common/
 COPY worker/src/ worker/src/
 COPY operator/src/ operator/src/
+# The built-in models, compiled in by scripts/embed-models.sh.
+COPY examples/models/ examples/models/
+COPY scripts/embed-models.sh scripts/
 # Stripped: the images carry no debugger, and the -g sections are most of
 # each binary (mwj-worker 737 kB with them, 208 kB without). Rebuild from
 # the same commit for symbols.
@@ -145,6 +148,8 @@ WORKDIR /src
 COPY Makefile ./
 COPY common/ common/
 COPY worker/src/ worker/src/
+COPY examples/models/ examples/models/
+COPY scripts/embed-models.sh scripts/
 RUN make -j"$(nproc)" CUDA=1 CUDA_ARCHS="${CUDA_ARCHS}" build-cuda/bin/mwj-worker \
 	&& install -D -m 0755 -s build-cuda/bin/mwj-worker /out/mwj-worker
 

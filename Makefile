@@ -81,6 +81,11 @@ WORKER_ROOMS := base optim nn data comm state backend app
 WORKER_INC := $(addprefix -Iworker/src/,$(WORKER_ROOMS)) -Iworker/src
 COMMON_SRC := $(wildcard common/*.c)
 WORKER_SRC := $(filter-out worker/src/app/main.c,$(wildcard $(WORKER_ROOMS:%=worker/src/%/*.c)))
+# The models of examples/models/, compiled in for keras_model_builtin() from
+# a C file that scripts/embed-models.sh writes (rule below).
+KERAS_MODELS := examples/models/cnn.json examples/models/cnn-pool.json
+KERAS_MODELS_C := $(OBJ)/gen/keras_builtins.c
+WORKER_SRC += $(KERAS_MODELS_C)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(OBJ)/%.o)
 ifeq ($(CUDA),1)
 # The CUDA backend and the NCCL communicator replace what a CPU-only build
@@ -164,6 +169,10 @@ $(OBJ)/%.o: %.c
 $(OBJ)/%.o: %.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
+
+$(KERAS_MODELS_C): scripts/embed-models.sh $(KERAS_MODELS)
+	@mkdir -p $(@D)
+	sh scripts/embed-models.sh $(KERAS_MODELS) >$@.tmp && mv $@.tmp $@
 
 $(COMMON_LIB): $(COMMON_OBJ)
 	@rm -f $@

@@ -159,12 +159,14 @@ struct keras_model {
 
 /* Reading one
  * keras_model_parse: the JSON text of len bytes (not NUL-terminated
- * necessarily); what names it in messages (a path, or "--model cnn").
+ * necessarily); what names it at the head of messages, as given ("'path'",
+ * "--model cnn"): "<what>: layer 'conv2d' (Conv2D): ...".
  * keras_model_load: the file at path, which is model JSON, a .keras
  * file's config.json, or a .keras file (a zip, told by its content, not
  * its name), no larger than KERAS_MAX_FILE_BYTES and only a regular file.
  * keras_model_builtin: the model shipped under that name in
- * examples/models/ ("cnn", "cnn-pool"), compiled into the binary.
+ * examples/models/ ("cnn", "cnn-pool"), compiled into the binary (the
+ * build embeds the files: scripts/embed-models.sh).
  * Each returns 0 with km filled (release it with keras_model_release), or
  * -1 with a message in err naming the file, the layer, the key and the
  * value, and km released. */
