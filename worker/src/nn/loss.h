@@ -64,6 +64,7 @@ struct loss_spec {
 	int T;      /* targets per example: 1 (class labels) or K */
 	int nmetrics;
 	enum metric_kind metrics[LOSS_MAX_METRICS]; /* none is METRIC_ACCURACY */
+	const char *names[LOSS_MAX_METRICS];        /* as the progress line shows them */
 };
 
 /* Resolves a loss for outputs of K values per example and targets of T
@@ -79,6 +80,11 @@ int loss_resolve(struct loss_spec *s, const struct loss_config *c, int logits, i
  * when compiled with that name (name is what the user wrote, or NULL). */
 const char *loss_name(enum loss_kind kind);
 const char *metric_name(enum metric_kind kind);
+
+/* The reverse of loss_name and metric_name, which also take Keras' short
+ * names (mse, mae, acc): 0, or -1 for a name neither knows. */
+int loss_parse(const char *name, enum loss_kind *out);
+int metric_parse(const char *name, enum metric_kind *out);
 
 /* Checks target t of an example (T values) for the loss: a class label is
  * an integer in [0, K), binary targets are in [0, 1], every target is
