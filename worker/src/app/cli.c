@@ -75,7 +75,7 @@ static const struct flag TRAIN_FLAGS[] = {
      "sgd, adam, adamw, adagrad or rmsprop, with Keras 3's rules and defaults (default: the "
      "file's, or sgd)"},
     {"momentum", F_MOMENTUM, "X", "momentum of sgd or rmsprop, in [0, 1) (default: 0)"},
-    {"nesterov", F_NESTEROV, NULL, "sgd: Nesterov momentum"},
+    {"nesterov", F_NESTEROV, NULL, "sgd: Nesterov momentum (default: the file's, or off)"},
     {"beta-1", F_BETA_1, "X", "adam, adamw: beta_1 (default: 0.9)"},
     {"beta-2", F_BETA_2, "X", "adam, adamw: beta_2 (default: 0.999)"},
     {"epsilon", F_EPSILON, "X", "adam, adamw, adagrad, rmsprop: epsilon (default: 1e-7)"},
@@ -83,7 +83,7 @@ static const struct flag TRAIN_FLAGS[] = {
      "decoupled weight decay, w -= lr * X * w before each step (default: 0.004 for adamw, "
      "else 0)"},
     {"rho", F_RHO, "X", "rmsprop: rho (default: 0.9)"},
-    {"centered", F_CENTERED, NULL, "rmsprop: centered"},
+    {"centered", F_CENTERED, NULL, "rmsprop: centered (default: the file's, or off)"},
     {"initial-accumulator-value", F_ACCUMULATOR, "X",
      "adagrad: the accumulator's start (default: 0.1)"},
     {"seed", F_SEED, "N", "seed of the initial weights and the data order (default: 42)"},
@@ -437,9 +437,6 @@ static int read_model(struct cli *c, char *err)
 
 static int validate(struct cli *c, char *err)
 {
-	struct train_config *t = &c->train;
-	struct compiled k;
-
 	if (c->cmd == CLI_EVALUATE) {
 		if (!c->eval.model_dir[0])
 			return err_set(err, "--model-dir is required (or set MWJ_MODEL_DIR)");
@@ -447,16 +444,8 @@ static int validate(struct cli *c, char *err)
 	}
 	if (read_model(c, err) < 0)
 		return err_prefix(err, "--model");
-	if (compile_resolve(&k, c->km, &c->compile, err) < 0)
-		return err_prefix(err, "--model '%s'", t->model);
-	t->km = c->km;
-	t->loss = k.loss;
-	t->nmetrics = k.nmetrics;
-	memcpy(t->metrics, k.metrics, sizeof(t->metrics));
-	t->opt = k.opt;
-	t->optimizer = k.opt.kind;
-	t->learning_rate = k.opt.learning_rate;
-	t->momentum = k.opt.momentum;
+	if (compile_apply(&c->train, c->km, &c->compile, err) < 0)
+		return err_prefix(err, "--model '%s'", c->train.model);
 	return 0;
 }
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "trainer.h"
 
 int compile_parse_metrics(struct compile_flags *f, const char *list, char *err)
 {
@@ -102,4 +103,22 @@ int compile_resolve(struct compiled *out, const struct keras_model *km,
 	if (resolve_loss(out, km, f, err) < 0)
 		return -1;
 	return resolve_optimizer(out, km, f, err);
+}
+
+int compile_apply(struct train_config *t, const struct keras_model *km,
+                  const struct compile_flags *f, char *err)
+{
+	struct compiled k;
+
+	if (compile_resolve(&k, km, f, err) < 0)
+		return -1;
+	t->km = km;
+	t->loss = k.loss;
+	t->nmetrics = k.nmetrics;
+	memcpy(t->metrics, k.metrics, sizeof(t->metrics));
+	t->opt = k.opt;
+	t->optimizer = k.opt.kind;
+	t->learning_rate = k.opt.learning_rate;
+	t->momentum = k.opt.momentum;
+	return 0;
 }

@@ -48,4 +48,11 @@ int compile_parse_metrics(struct compile_flags *f, const char *list, char *err);
 int compile_resolve(struct compiled *out, const struct keras_model *km,
                     const struct compile_flags *f, char *err);
 
+/* compile_resolve into a run's config: t->km = km, and its loss, metrics,
+ * opt, optimizer, learning_rate and momentum. For the command line and
+ * for programs that build a train_config themselves (tests, benches). */
+struct train_config;
+int compile_apply(struct train_config *t, const struct keras_model *km,
+                  const struct compile_flags *f, char *err);
+
 #endif

@@ -161,6 +161,24 @@ static int resolve_loss(struct run *r, const struct train_config *cfg, char *err
 	return 0;
 }
 
+/* Synchronized batch normalisation needs collectives inside the passes,
+ * which the backends do not run yet: alone it is the plain layer. */
+static int check_synchronized(const struct train_config *cfg, char *err)
+{
+	int world = cfg->cluster ? cfg->cluster->world : 1;
+
+	for (int i = 0; world > 1 && i < cfg->km->nlayers; i++) {
+		const struct keras_layer *k = &cfg->km->layers[i];
+		if (k->kind == KERAS_BATCH_NORMALIZATION && k->synchronized)
+			return err_set(err,
+			               "layer '%s' (%s): \"synchronized\": true across %d workers is "
+			               "not supported yet (each worker's own batch statistics are, "
+			               "as MultiWorkerMirroredStrategy's default)",
+			               k->name, k->class_name, world);
+	}
+	return 0;
+}
+
 static int run_setup(struct run *r, const struct train_config *cfg, char *err)
 {
 	struct loss_config lc = cfg->loss;
@@ -169,15 +187,27 @@ static int run_setup(struct run *r, const struct train_config *cfg, char *err)
 	/* On a GPU the host copy holds the state only, and no activations. */
 	r->cfg = cfg;
 	r->max_batch = r->device == DEVICE_CUDA ? 1 : cfg->batch_size;
-	if (load_data(r, cfg, err) < 0)
+	if (check_synchronized(cfg, err) < 0 || load_data(r, cfg, err) < 0)
 		return -1;
 	model_loss_reads(cfg->km, &lc, &spec_logits, &output_logits);
 	r->model = model_new(cfg->km, r->max_batch, output_logits, err);
 	if (!r->model || resolve_loss(r, cfg, err) < 0)
 		return -1;
 	if (r->device == DEVICE_CUDA &&
-	    backend_cuda_supports(r->model, &r->loss, r->train.kind == DATASET_IDX, err) < 0)
-		return err_prefix(err, "--device cuda");
+	    backend_cuda_supports(r->model, &r->loss, r->train.kind == DATASET_IDX, err) < 0) {
+		if (cfg->device != DEVICE_AUTO)
+			return err_prefix(err, "--device cuda");
+		/* --device auto: the CPU trains what the GPU does not yet. */
+		log_info("device: cpu (%s)", err);
+		r->device = DEVICE_CPU;
+		r->collective = COLLECTIVE_RING;
+		r->replicas = 0;
+		r->max_batch = cfg->batch_size;
+		model_free(r->model);
+		r->model = model_new(cfg->km, r->max_batch, output_logits, err);
+		if (!r->model)
+			return -1;
+	}
 	model_init_params(r->model, cfg->km, cfg->seed);
 	optimizer_init_config(&r->opt, &cfg->opt, r->model->nparams);
 	dataset_stream_init(&r->stream, &r->train, cfg->seed);

@@ -259,6 +259,18 @@ static void scale_pixels(float *restrict x, const uint8_t *restrict p, uint32_t 
 			x[i] = (float)p[i] * scale;
 }
 
+/* Values and targets of one example: an IDX split's from its shape, so
+ * that a split made by hand from images and labels needs no more. */
+static size_t x_len_of(const struct dataset *ds)
+{
+	return ds->kind == DATASET_IDX ? (size_t)ds->rows * ds->cols : ds->x_len;
+}
+
+static size_t y_len_of(const struct dataset *ds)
+{
+	return ds->kind == DATASET_IDX ? 1 : ds->y_len;
+}
+
 /* Example e into x (x_len) and y (y_len). */
 static void gather_one(float *x, float *y, const struct dataset *ds, uint32_t e)
 {
@@ -277,7 +289,7 @@ void dataset_gather(float *x, float *y, const struct dataset *ds, const uint32_t
 {
 	for (uint32_t i = 0; i < count; i++) {
 		uint32_t e = order ? order[first + i] : first + i;
-		gather_one(x + (size_t)i * ds->x_len, y + (size_t)i * ds->y_len, ds, e);
+		gather_one(x + (size_t)i * x_len_of(ds), y + (size_t)i * y_len_of(ds), ds, e);
 	}
 }
 
@@ -311,7 +323,7 @@ static void stream_gather(struct dataset_stream *s, float *x, uint8_t *px, float
 		}
 		if (x) {
 			dataset_gather(x, y, ds, s->order, off, take);
-			x += (size_t)take * ds->x_len;
+			x += (size_t)take * x_len_of(ds);
 		} else {
 			for (uint32_t i = 0; i < take; i++) {
 				uint32_t e = s->order[off + i];
@@ -321,7 +333,7 @@ static void stream_gather(struct dataset_stream *s, float *x, uint8_t *px, float
 			}
 			px += (size_t)take * pixels;
 		}
-		y += (size_t)take * ds->y_len;
+		y += (size_t)take * y_len_of(ds);
 		pos += take;
 		count -= take;
 	}

@@ -318,12 +318,14 @@ static int check_fits(const struct checkpoint *got, const char *opt, const struc
 	 * the seed models' short names, its Keras files are "sequential"). */
 	if (got->arch_hash != c->arch_hash || got->nparams != c->nparams ||
 	    got->nstate != c->nstate) {
+		/* The state too: a file that differs from this run in nothing
+		 * else would otherwise be refused naming two equal models. */
 		err_set(err,
 		        "'%s': backup is of model '%s' (architecture %016" PRIx64
-		        ", %zu parameters)"
-		        ", this run trains '%s' (architecture %016" PRIx64 ", %zu parameters)",
-		        path, got->model, got->arch_hash, got->nparams, c->model, c->arch_hash,
-		        c->nparams);
+		        ", %zu parameters, %zu floats of state), this run trains '%s' (architecture "
+		        "%016" PRIx64 ", %zu parameters, %zu floats of state)",
+		        path, got->model, got->arch_hash, got->nparams, got->nstate, c->model,
+		        c->arch_hash, c->nparams, c->nstate);
 		return CHECKPOINT_INCOMPATIBLE;
 	}
 	/* An optimizer this build does not know is a newer writer's, not
