@@ -779,7 +779,7 @@ int trainer_fit(const struct train_config *cfg, FILE *out, struct train_result *
 	if (chief && !cfg->model_dir[0])
 		log_warn("no --model-dir (or MWJ_MODEL_DIR): the trained model will not be saved");
 	if (chief && cfg->backup_dir[0])
-		r.backup = backup_new(cfg->backup_dir, r.model->nparams, r.opt.nslots);
+		r.backup = backup_new(cfg->backup_dir, r.model->nparams, r.model->nstate, r.opt.nslots);
 	long global_batch = (long)cfg->batch_size * r.comm.world;
 	/* One pass by default: the global batches evaluation would take over the set. */
 	r.steps = cfg->steps_per_epoch ? cfg->steps_per_epoch

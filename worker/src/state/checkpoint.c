@@ -264,8 +264,8 @@ static int read_model(const cJSON *h, uint32_t frame_version, struct checkpoint 
 	if (json_get_i64(h, "", "version", 0, INT32_MAX, &version, err) < 0)
 		return -1;
 	if (version != (int64_t)frame_version)
-		return err_set(err, "'version' is %" PRId64 " but the prefix says %" PRIu32, version,
-		               frame_version);
+		return err_set(err, "'version' is %" PRId64 " but the prefix says %" PRIu32,
+		               version, frame_version);
 	if (json_get_string(h, "", "model", &model, err) < 0 ||
 	    json_get_string(h, "", "arch_hash", &hash, err) < 0 ||
 	    json_get_i64(h, "", "num_params", 1, INT64_MAX, &nparams, err) < 0 ||
@@ -320,12 +320,13 @@ static int check_fits(const struct checkpoint *got, const char *opt, const struc
 	    got->nstate != c->nstate) {
 		/* The state too: a file that differs from this run in nothing
 		 * else would otherwise be refused naming two equal models. */
-		err_set(err,
-		        "'%s': backup is of model '%s' (architecture %016" PRIx64
-		        ", %zu parameters, %zu floats of state), this run trains '%s' (architecture "
-		        "%016" PRIx64 ", %zu parameters, %zu floats of state)",
-		        path, got->model, got->arch_hash, got->nparams, got->nstate, c->model,
-		        c->arch_hash, c->nparams, c->nstate);
+		err_set(
+		    err,
+		    "'%s': backup is of model '%s' (architecture %016" PRIx64
+		    ", %zu parameters, %zu floats of state), this run trains '%s' (architecture "
+		    "%016" PRIx64 ", %zu parameters, %zu floats of state)",
+		    path, got->model, got->arch_hash, got->nparams, got->nstate, c->model,
+		    c->arch_hash, c->nparams, c->nstate);
 		return CHECKPOINT_INCOMPATIBLE;
 	}
 	/* An optimizer this build does not know is a newer writer's, not

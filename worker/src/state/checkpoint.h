@@ -66,10 +66,10 @@ struct train_position {
 	struct metrics sums;        /* of the epoch in progress */
 };
 
-/* One backup. What the file must match is the model (name, architecture
- * hash, parameter count) and the layout of the optimizer state (kind and
- * number of slots); the hyper-parameters it records are for the caller to
- * compare and report. */
+/* One backup. What the file must match is the model (architecture hash,
+ * parameter count, floats of state; the name is for people) and the
+ * layout of the optimizer state (kind and number of slots); the
+ * hyper-parameters it records are for the caller to compare and report. */
 struct checkpoint {
 	struct train_position pos;
 	uint64_t seed;
@@ -105,8 +105,8 @@ int checkpoint_list(const char *dir, uint64_t *steps, int max, char *err);
 int checkpoint_path(const char *dir, uint64_t global_step, char *out, size_t n);
 
 /* Reads the backup at path into c. On entry c->model, arch_hash, nparams,
- * optimizer and nslots describe what this run builds, and params and
- * opt_state point at its buffers. Only a regular file is read, and only
+ * nstate, optimizer and nslots describe what this run builds, and params,
+ * model_state and opt_state point at its buffers. Only a regular file is read, and only
  * as far as its header when its length is not the one the header implies:
  * nothing is read whole, or held, for the file's sake. Returns 0 with
  * every field of c filled in; CHECKPOINT_CORRUPT (not a regular file, bad

@@ -48,11 +48,11 @@ static int check_sums(const struct train_position *p, char *err)
 	for (int i = 0; i < METRICS_MAX; i++)
 		bad |= !isfinite(m->sums[i]) || m->sums[i] < 0 || (p->step == 0 && m->sums[i] != 0);
 	if (bad)
-		return err_set(err,
-		               "its running sums (loss %g, metrics %g %g %g %g over %g examples) do "
-		               "not fit its %ld step(s) of the epoch",
-		               m->loss_sum, m->sums[0], m->sums[1], m->sums[2], m->sums[3], m->count,
-		               p->step);
+		return err_set(
+		    err,
+		    "its running sums (loss %g, metrics %g %g %g %g over %g examples) do "
+		    "not fit its %ld step(s) of the epoch",
+		    m->loss_sum, m->sums[0], m->sums[1], m->sums[2], m->sums[3], m->count, p->step);
 	return 0;
 }
 

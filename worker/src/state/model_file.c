@@ -219,8 +219,10 @@ static int check_header(const cJSON *h, int max_batch, struct header *hd, char *
 		               "header says format '%s' with dtype '%s', expected 'mwj-model' with "
 		               "'float32'",
 		               format, dtype);
+	/* No parameters is a model too: activations, or a batch
+	 * normalisation without center and scale (state only). */
 	if (json_get_string(h, "", "arch_hash", &hash, err) < 0 ||
-	    json_get_i64(h, "", "num_params", 1, INT64_MAX / 8, &claimed, err) < 0 ||
+	    json_get_i64(h, "", "num_params", 0, INT64_MAX / 8, &claimed, err) < 0 ||
 	    (hd->version > 1 && json_get_i64(h, "", "model_state", 0, INT64_MAX / 8, &state, err) < 0))
 		return -1;
 	if (hd->version == 1) {
