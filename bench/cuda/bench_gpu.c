@@ -23,12 +23,12 @@
 
 #include "bench_stats.h"
 #include "comm_nccl.h"
+#include "compile_config.h"
 #include "err.h"
 #include "gpu.h"
 #include "log.h"
 #include "model.h"
 #include "progress.h"
-#include "compile_config.h"
 #include "trainer.h"
 
 static int fit_seconds(const char *model, int batch, long steps, enum collective_kind coll,

@@ -11,8 +11,8 @@
 
 #include "err.h"
 #include "gradcheck.h"
-#include "loss.h"
 #include "keras_model.h"
+#include "loss.h"
 #include "model.h"
 #include "parallel.h"
 #include "testutil.h"

@@ -548,8 +548,7 @@ void testutil_keras(struct keras_model *km, const char *name, int side, int clas
 		fail_msg("testutil_keras: %s", err);
 }
 
-struct model *testutil_model(const char *name, int side, int classes, int max_batch,
-                             uint64_t seed)
+struct model *testutil_model(const char *name, int side, int classes, int max_batch, uint64_t seed)
 {
 	struct keras_model *km = calloc(1, sizeof(*km));
 	char err[ERR_LEN];

@@ -37,8 +37,7 @@ const char *testutil_data_dir(void);
 struct keras_model;
 struct model;
 void testutil_keras(struct keras_model *km, const char *name, int side, int classes);
-struct model *testutil_model(const char *name, int side, int classes, int max_batch,
-                             uint64_t seed);
+struct model *testutil_model(const char *name, int side, int classes, int max_batch, uint64_t seed);
 
 /* --- The mwj-worker binary under test --- */
 

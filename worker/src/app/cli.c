@@ -345,7 +345,8 @@ static int apply_flag(void *ctx, int flag, const char *arg, char *err)
 		return parse_double(arg, 1e-12, 100.0, &k->opt.learning_rate, err);
 	case F_OPTIMIZER:
 		if (optimizer_parse(arg, &k->opt.kind) < 0)
-			return err_set(err, "'%s' is not sgd, adam, adamw, adagrad or rmsprop", arg);
+			return err_set(err, "'%s' is not sgd, adam, adamw, adagrad or rmsprop",
+			               arg);
 		k->optimizer_set = 1;
 		return 0;
 	case F_MOMENTUM:

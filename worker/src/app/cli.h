@@ -39,8 +39,8 @@ struct cli {
 	enum log_level log_level;
 	int log_level_set; /* by flag or environment: not lowered for non-chiefs */
 	enum log_format log_format;
-	struct tf_config cluster; /* train: from TF_CONFIG; world 1 without it */
-	struct job_key key;       /* train: from --job-secret-file; empty without it */
+	struct tf_config cluster;     /* train: from TF_CONFIG; world 1 without it */
+	struct job_key key;           /* train: from --job-secret-file; empty without it */
 	struct compile_flags compile; /* train: the flags that override the file's */
 	struct keras_model *km;       /* train: --model's plan, owned */
 };

@@ -68,15 +68,17 @@ static int resolve_optimizer(struct compiled *out, const struct keras_model *km,
 	struct optimizer_config *o = &out->opt;
 	const struct optimizer_config *g = &f->opt;
 
-	if (km->compile.has_optimizer && (!f->optimizer_set || g->kind == km->compile.optimizer.kind)) {
+	if (km->compile.has_optimizer &&
+	    (!f->optimizer_set || g->kind == km->compile.optimizer.kind)) {
 		*o = km->compile.optimizer;
 	} else {
 		optimizer_config_defaults(o, f->optimizer_set ? g->kind : OPT_SGD);
 		o->learning_rate = COMPILE_DEFAULT_LEARNING_RATE;
 	}
 	if (f->momentum_set && g->momentum > 0 && o->kind != OPT_SGD && o->kind != OPT_RMSPROP)
-		return err_set(err, "--momentum %g applies to --optimizer sgd and rmsprop only, not '%s'",
-		               g->momentum, optimizer_name(o->kind));
+		return err_set(
+		    err, "--momentum %g applies to --optimizer sgd and rmsprop only, not '%s'",
+		    g->momentum, optimizer_name(o->kind));
 #define TAKE(set, field)                                                                           \
 	do {                                                                                       \
 		if (f->set)                                                                        \

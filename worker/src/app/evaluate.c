@@ -22,9 +22,9 @@ static int load_test(struct dataset *test, const struct eval_config *cfg, const 
 		 * (rows, cols, 1) examples takes them. */
 		int r = m->in_rank;
 		if (r < 2 || r > 3 || (r == 3 && m->in_shape[2] != 1))
-			return err_set(err,
-			               "the model's examples are not images of one channel, which is "
-			               "what IDX files hold: give --data");
+			return err_set(
+			    err, "the model's examples are not images of one channel, which is "
+			         "what IDX files hold: give --data");
 		return dataset_load(test, cfg->data_dir, "t10k",
 		                    &(struct dataset_want){(uint32_t)m->in_shape[0],
 		                                           (uint32_t)m->in_shape[1], NULL, NULL},
@@ -53,7 +53,8 @@ int evaluate_run(const struct eval_config *cfg, FILE *out, char *err)
 	if (model_file_load(cfg->model_dir, cfg->batch_size, &f, err) < 0)
 		goto out;
 	if (!f.has_loss) {
-		err_set(err, "'%s/%s' records no loss to evaluate", cfg->model_dir, MODEL_FILE_NAME);
+		err_set(err, "'%s/%s' records no loss to evaluate", cfg->model_dir,
+		        MODEL_FILE_NAME);
 		goto out;
 	}
 	if (load_test(&test, cfg, f.model, err) < 0)

@@ -24,7 +24,7 @@ struct progress {
 	long batch;       /* examples per step, for samples/s */
 	const char *what; /* "epoch" or "evaluate" in JSON */
 	int epoch, epochs;
-	int nmetrics;       /* shown after the loss, with their names */
+	int nmetrics; /* shown after the loss, with their names */
 	const char *names[METRICS_MAX];
 	long target;        /* steps in this epoch */
 	long done;          /* steps of it done before it began here (a resumed run) */

@@ -170,11 +170,12 @@ static int check_synchronized(const struct train_config *cfg, char *err)
 	for (int i = 0; world > 1 && i < cfg->km->nlayers; i++) {
 		const struct keras_layer *k = &cfg->km->layers[i];
 		if (k->kind == KERAS_BATCH_NORMALIZATION && k->synchronized)
-			return err_set(err,
-			               "layer '%s' (%s): \"synchronized\": true across %d workers is "
-			               "not supported yet (each worker's own batch statistics are, "
-			               "as MultiWorkerMirroredStrategy's default)",
-			               k->name, k->class_name, world);
+			return err_set(
+			    err,
+			    "layer '%s' (%s): \"synchronized\": true across %d workers is "
+			    "not supported yet (each worker's own batch statistics are, "
+			    "as MultiWorkerMirroredStrategy's default)",
+			    k->name, k->class_name, world);
 	}
 	return 0;
 }
@@ -303,13 +304,13 @@ static int resolve_device(struct run *r, const struct train_config *cfg, char *e
 static int make_backend(struct run *r, const struct train_config *cfg, char *err)
 {
 	if (r->device == DEVICE_CPU) {
-		r->backend =
-		    backend_new_cpu(r->model, &r->loss, &r->opt, &r->comm, &r->stream, cfg->batch_size);
+		r->backend = backend_new_cpu(r->model, &r->loss, &r->opt, &r->comm, &r->stream,
+		                             cfg->batch_size);
 		return 0;
 	}
-	r->backend = backend_new_cuda(r->model, &r->loss, &r->opt, &r->comm, &r->stream,
-	                              cfg->batch_size, r->replicas, cfg->collective_timeout * 1000,
-	                              err);
+	r->backend =
+	    backend_new_cuda(r->model, &r->loss, &r->opt, &r->comm, &r->stream, cfg->batch_size,
+	                     r->replicas, cfg->collective_timeout * 1000, err);
 	return r->backend ? 0 : -1;
 }
 
@@ -412,8 +413,8 @@ static int train_step(struct run *r, int batch, int *notices, char *err)
 		return TRAIN_LOST;
 	/* Summed across workers, so every worker stops at the same step. */
 	if (!isfinite(sums.m.loss_sum))
-		return err_set(err, "loss is %f at step %llu; lower --learning-rate", sums.m.loss_sum,
-		               (unsigned long long)r->pos.global_step + 1);
+		return err_set(err, "loss is %f at step %llu; lower --learning-rate",
+		               sums.m.loss_sum, (unsigned long long)r->pos.global_step + 1);
 	metrics_add(&r->pos.sums, &sums.m);
 	r->pos.step++;
 	r->pos.global_step++;
@@ -779,7 +780,8 @@ int trainer_fit(const struct train_config *cfg, FILE *out, struct train_result *
 	if (chief && !cfg->model_dir[0])
 		log_warn("no --model-dir (or MWJ_MODEL_DIR): the trained model will not be saved");
 	if (chief && cfg->backup_dir[0])
-		r.backup = backup_new(cfg->backup_dir, r.model->nparams, r.model->nstate, r.opt.nslots);
+		r.backup =
+		    backup_new(cfg->backup_dir, r.model->nparams, r.model->nstate, r.opt.nslots);
 	long global_batch = (long)cfg->batch_size * r.comm.world;
 	/* One pass by default: the global batches evaluation would take over the set. */
 	r.steps = cfg->steps_per_epoch ? cfg->steps_per_epoch

@@ -47,9 +47,9 @@ struct train_config {
 	enum optimizer_kind optimizer;
 	double momentum;
 	uint64_t seed;
-	char data_dir[TRAIN_PATH_LEN]; /* IDX files, unless data is set */
-	char data[TRAIN_PATH_LEN];     /* NumPy: a .npz or a folder of .npy files */
-	float rescale;                 /* DATASET_RESCALE_NONE: the data's default */
+	char data_dir[TRAIN_PATH_LEN];  /* IDX files, unless data is set */
+	char data[TRAIN_PATH_LEN];      /* NumPy: a .npz or a folder of .npy files */
+	float rescale;                  /* DATASET_RESCALE_NONE: the data's default */
 	long validation_steps;          /* 0: none; VALIDATION_ALL: the whole test split */
 	char model_dir[TRAIN_PATH_LEN]; /* "" : do not save */
 	int threads;

@@ -82,9 +82,9 @@ struct backend {
  * (NULL accepted). */
 struct backend *backend_new_cpu(struct model *m, const struct loss_spec *loss, struct optimizer *o,
                                 struct comm *c, struct dataset_stream *s, int batch);
-struct backend *backend_new_cuda(struct model *m, const struct loss_spec *loss,
-                                 struct optimizer *o, struct comm *c, struct dataset_stream *s,
-                                 int batch, int replicas, int collective_ms, char *err);
+struct backend *backend_new_cuda(struct model *m, const struct loss_spec *loss, struct optimizer *o,
+                                 struct comm *c, struct dataset_stream *s, int batch, int replicas,
+                                 int collective_ms, char *err);
 
 /* Whether the CUDA backend trains m with loss on data of kind: 0, or -1
  * with what it lacks in err (always -1 in a CPU-only build). */

@@ -27,9 +27,9 @@ void gpu_describe(int dev, char *buf, size_t len)
 	snprintf(buf, len, "GPU %d: %s", dev, NO_CUDA);
 }
 
-struct backend *backend_new_cuda(struct model *m, const struct loss_spec *loss,
-                                 struct optimizer *o, struct comm *c, struct dataset_stream *s,
-                                 int batch, int replicas, int collective_ms, char *err)
+struct backend *backend_new_cuda(struct model *m, const struct loss_spec *loss, struct optimizer *o,
+                                 struct comm *c, struct dataset_stream *s, int batch, int replicas,
+                                 int collective_ms, char *err)
 {
 	(void)m, (void)loss, (void)o, (void)c, (void)s, (void)batch, (void)replicas,
 	    (void)collective_ms;

@@ -315,8 +315,9 @@ static void stage(struct cuda_backend *cb, struct backend *b, int k, uint64_t po
 		CUDA_CHECK(cudaMemcpyAsync(rep->px[k], cb->hx[k] + (size_t)rep->lo * cb->in_len,
 		                           (size_t)rep->n * cb->in_len, cudaMemcpyHostToDevice,
 		                           rep->copy));
-		CUDA_CHECK(cudaMemcpyAsync(rep->y[k], cb->hy[k] + rep->lo, (size_t)rep->n * sizeof(float),
-		                           cudaMemcpyHostToDevice, rep->copy));
+		CUDA_CHECK(cudaMemcpyAsync(rep->y[k], cb->hy[k] + rep->lo,
+		                           (size_t)rep->n * sizeof(float), cudaMemcpyHostToDevice,
+		                           rep->copy));
 		CUDA_CHECK(cudaEventRecord(rep->copied[k], rep->copy));
 	}
 	cb->hpos[k] = pos;
@@ -453,8 +454,8 @@ static void cuda_evaluate(struct backend *b, const float *x, const float *y, int
 		CUDA_CHECK(cudaMemcpyAsync(cb->ex, x + (size_t)off * cb->in_len,
 		                           (size_t)count * cb->in_len * sizeof(float),
 		                           cudaMemcpyHostToDevice, st));
-		CUDA_CHECK(
-		    cudaMemcpyAsync(cb->ey, y + off, (size_t)count * sizeof(float), cudaMemcpyHostToDevice, st));
+		CUDA_CHECK(cudaMemcpyAsync(cb->ey, y + off, (size_t)count * sizeof(float),
+		                           cudaMemcpyHostToDevice, st));
 		cuda_model_forward(&rep->m, cb->ex, count);
 		cuda_model_loss(&rep->m, cb->ey, count, 0.0f, 0);
 		CUDA_CHECK(cudaMemcpyAsync(sums, rep->m.sums, 3 * sizeof(double),
@@ -645,22 +646,25 @@ int backend_cuda_supports(const struct model *m, const struct loss_spec *loss, i
 		if (l->kind == LAYER_MAXPOOL2)
 			continue;
 		what = "a layer";
-		err_set(err,
-		        "layer %d of the model (%s) is not one the CUDA backend runs yet: it trains "
-		        "Conv2D (valid, stride 1, with a bias), MaxPooling2D 2x2 and Dense layers "
-		        "with ReLU or no activation; train this model with --device cpu",
-		        i + 1, m->desc);
+		err_set(
+		    err,
+		    "layer %d of the model (%s) is not one the CUDA backend runs yet: it trains "
+		    "Conv2D (valid, stride 1, with a bias), MaxPooling2D 2x2 and Dense layers "
+		    "with ReLU or no activation; train this model with --device cpu",
+		    i + 1, m->desc);
 	}
 	if (what)
 		return -1;
-	if (loss->kind != LOSS_SPARSE_CATEGORICAL_CROSSENTROPY || !loss->logits || m->output_logits ||
-	    loss->nmetrics > 1 ||
+	if (loss->kind != LOSS_SPARSE_CATEGORICAL_CROSSENTROPY || !loss->logits ||
+	    m->output_logits || loss->nmetrics > 1 ||
 	    (loss->nmetrics == 1 && loss->metrics[0] != METRIC_SPARSE_CATEGORICAL_ACCURACY))
-		return err_set(err, "the CUDA backend trains with sparse categorical cross-entropy "
-		                    "from logits and accuracy only, so far: train with --device cpu");
+		return err_set(err,
+		               "the CUDA backend trains with sparse categorical cross-entropy "
+		               "from logits and accuracy only, so far: train with --device cpu");
 	if (!idx_data)
-		return err_set(err, "the CUDA backend reads IDX data only, so far: train NumPy data "
-		                    "with --device cpu");
+		return err_set(err,
+		               "the CUDA backend reads IDX data only, so far: train NumPy data "
+		               "with --device cpu");
 	return 0;
 }
 
@@ -668,9 +672,8 @@ static const struct backend_ops CUDA_OPS = {
     "cuda", cuda_step, cuda_evaluate, cuda_pull, cuda_push, cuda_free,
 };
 
-struct backend *backend_new_cuda(struct model *m, const struct loss_spec *loss,
-                                 struct optimizer *o, struct comm *c,
-                                 struct dataset_stream *s, int batch, int replicas,
+struct backend *backend_new_cuda(struct model *m, const struct loss_spec *loss, struct optimizer *o,
+                                 struct comm *c, struct dataset_stream *s, int batch, int replicas,
                                  int collective_ms, char *err)
 {
 	struct backend *b;
@@ -706,8 +709,8 @@ struct backend *backend_new_cuda(struct model *m, const struct loss_spec *loss,
 	for (int k = 0; k < 2; k++) {
 		CUDA_CHECK(cudaHostAlloc((void **)&cb->hx[k], (size_t)batch * in_len,
 		                         cudaHostAllocPortable));
-		CUDA_CHECK(
-		    cudaHostAlloc((void **)&cb->hy[k], (size_t)batch * sizeof(float), cudaHostAllocPortable));
+		CUDA_CHECK(cudaHostAlloc((void **)&cb->hy[k], (size_t)batch * sizeof(float),
+		                         cudaHostAllocPortable));
 	}
 	CUDA_CHECK(cudaHostAlloc((void **)&cb->hsums, 8 * sizeof(double), cudaHostAllocPortable));
 	CUDA_CHECK(cudaHostAlloc((void **)&cb->hnotice, sizeof(double), cudaHostAllocPortable));

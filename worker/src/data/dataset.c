@@ -106,7 +106,8 @@ static int numpy_split(struct dataset *ds, struct npy_array *x, struct npy_array
 	if (x->rank < 1 || x->rank - 1 > DATASET_MAX_RANK || y->rank < 1 ||
 	    x->shape[0] > UINT32_MAX) {
 		npy_shape_str(shape, sizeof(shape), x->shape, x->rank);
-		return err_set(err, "'%s': %s of shape %s is not up to %u examples of rank %d or less",
+		return err_set(err,
+		               "'%s': %s of shape %s is not up to %u examples of rank %d or less",
 		               path, xname, shape, UINT32_MAX, DATASET_MAX_RANK);
 	}
 	ds->kind = DATASET_NUMPY;
@@ -124,8 +125,8 @@ static int numpy_split(struct dataset *ds, struct npy_array *x, struct npy_array
 	return 0;
 }
 
-int dataset_load_numpy(struct dataset *train, struct dataset *test, int *has_test,
-                       const char *path, char *err)
+int dataset_load_numpy(struct dataset *train, struct dataset *test, int *has_test, const char *path,
+                       char *err)
 {
 	struct numpy_set set;
 
@@ -155,11 +156,13 @@ static int trimmed_rank(const uint64_t *d, int rank)
 
 int dataset_check_shape(const struct dataset *ds, int in_rank, const int *in_shape, char *err)
 {
-	uint64_t want[DATASET_MAX_RANK];
+	uint64_t want[DATASET_MAX_RANK] = {0};
 	char a[NPY_SHAPE_STR_LEN], b[NPY_SHAPE_STR_LEN];
 	int ra, rb, same;
 
-	for (int i = 0; i < in_rank && i < DATASET_MAX_RANK; i++)
+	if (in_rank < 1 || in_rank > DATASET_MAX_RANK)
+		return err_set(err, "a model input of rank %d", in_rank);
+	for (int i = 0; i < in_rank; i++)
 		want[i] = (uint64_t)in_shape[i];
 	ra = trimmed_rank(ds->x_shape, ds->x_rank);
 	rb = trimmed_rank(want, in_rank);
@@ -182,17 +185,18 @@ static int check_inputs(const struct dataset *ds, char *err)
 	float buf[CHECK_CHUNK];
 	uint64_t total = (uint64_t)ds->n * ds->x_len;
 
-	if (ds->kind == DATASET_IDX || (ds->x.dtype != NPY_TYPE_F16 && ds->x.dtype != NPY_TYPE_F32 &&
-	                                ds->x.dtype != NPY_TYPE_F64))
+	if (ds->kind == DATASET_IDX || (ds->x.dtype != NPY_TYPE_F16 &&
+	                                ds->x.dtype != NPY_TYPE_F32 && ds->x.dtype != NPY_TYPE_F64))
 		return 0; /* integers are always finite */
 	for (uint64_t at = 0; at < total; at += CHECK_CHUNK) {
 		size_t n = total - at < CHECK_CHUNK ? (size_t)(total - at) : CHECK_CHUNK;
 		npy_to_f32(buf, &ds->x, at, n, 1.0f);
 		for (size_t i = 0; i < n; i++)
 			if (!isfinite(buf[i]))
-				return err_set(err, "%s: example %llu holds %g, not a finite number",
-				               ds->images_path,
-				               (unsigned long long)((at + i) / ds->x_len), (double)buf[i]);
+				return err_set(
+				    err, "%s: example %llu holds %g, not a finite number",
+				    ds->images_path, (unsigned long long)((at + i) / ds->x_len),
+				    (double)buf[i]);
 	}
 	return 0;
 }

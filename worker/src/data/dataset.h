@@ -25,28 +25,28 @@
 #include "loss.h"
 #include "npy.h"
 
-#define DATASET_CLASSES   10 /* IDX labels: Fashion-MNIST's and MNIST's classes */
-#define DATASET_PATH_LEN  4096
-#define DATASET_MAX_RANK  7 /* of an example: an array's rank less the batch axis */
+#define DATASET_CLASSES      10 /* IDX labels: Fashion-MNIST's and MNIST's classes */
+#define DATASET_PATH_LEN     4096
+#define DATASET_MAX_RANK     7 /* of an example: an array's rank less the batch axis */
 #define DATASET_RESCALE_NONE 0.0f
 
 enum dataset_kind { DATASET_IDX, DATASET_NUMPY };
 
 struct dataset {
 	enum dataset_kind kind;
-	uint32_t n;                          /* examples */
-	int x_rank;                          /* of one example */
+	uint32_t n; /* examples */
+	int x_rank; /* of one example */
 	uint64_t x_shape[DATASET_MAX_RANK];
-	size_t x_len, y_len;                 /* values of one example, targets of one */
-	float scale;                         /* x times this; for IDX, 0: divided by 255 */
+	size_t x_len, y_len; /* values of one example, targets of one */
+	float scale;         /* x times this; for IDX, 0: divided by 255 */
 	/* IDX */
-	uint32_t rows, cols;                 /* examples of rows x cols */
-	uint8_t *images;                     /* (n, rows, cols), owned */
-	uint8_t *labels;                     /* (n), owned */
+	uint32_t rows, cols; /* examples of rows x cols */
+	uint8_t *images;     /* (n, rows, cols), owned */
+	uint8_t *labels;     /* (n), owned */
 	/* NumPy */
-	struct npy_array x, y;               /* (n, ...) each, owned */
-	char images_path[DATASET_PATH_LEN];  /* for messages: the x file (and array) */
-	char labels_path[DATASET_PATH_LEN];  /* the y file (and array) */
+	struct npy_array x, y;              /* (n, ...) each, owned */
+	char images_path[DATASET_PATH_LEN]; /* for messages: the x file (and array) */
+	char labels_path[DATASET_PATH_LEN]; /* the y file (and array) */
 };
 
 /* What a caller requires of a split's images: the shape a model takes
@@ -75,8 +75,8 @@ int dataset_load(struct dataset *ds, const char *dir, const char *split,
  * when the set has x_test and y_test (has_test says; test is zeroed
  * otherwise). Arrays of rank 1 are one value (or target) an example.
  * Returns 0, or -1 with a message naming the file and array. */
-int dataset_load_numpy(struct dataset *train, struct dataset *test, int *has_test,
-                       const char *path, char *err);
+int dataset_load_numpy(struct dataset *train, struct dataset *test, int *has_test, const char *path,
+                       char *err);
 
 void dataset_release(struct dataset *ds);
 

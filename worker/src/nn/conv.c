@@ -95,7 +95,8 @@ static void inside(const struct conv_geom *g, int ow, int *kw0, int *kw1)
 NO_LIBCALLS static void im2col(float *restrict cols, const float *restrict in, int b0, int b1,
                                const struct conv_geom *g)
 {
-	int C = g->C, KC = g->KH * g->KW * C + g->bias, row = g->KW * C;
+	int C = g->C, KC = g->KH * g->KW * C + g->bias;
+	size_t row = (size_t)g->KW * (size_t)C;
 
 	for (int b = b0; b < b1; b++)
 		for (int oh = 0; oh < g->OH; oh++)
@@ -106,15 +107,22 @@ NO_LIBCALLS static void im2col(float *restrict cols, const float *restrict in, i
 				for (int kh = 0; kh < g->KH; kh++, d += row) {
 					int ih = oh * g->SH + kh - g->PT;
 					if (ih < 0 || ih >= g->H) {
-						memset(d, 0, sizeof(float) * (size_t)row);
+						memset(d, 0, sizeof(float) * row);
 						continue;
 					}
+					/* from the first input column inside the image */
+					int iw = ow * g->SW - g->PL +
+					         kw0; /* >= 0: the first column inside */
+					size_t lo = (size_t)kw0 * (size_t)C;
+					size_t hi = (size_t)kw1 * (size_t)C;
 					const float *src =
-					    in + (((size_t)b * g->H + ih) * g->W + ow * g->SW - g->PL) * C;
-					for (int i = 0; i < kw0 * C; i++)
+					    in +
+					    (((size_t)b * g->H + (size_t)ih) * g->W + (size_t)iw) *
+					        C;
+					for (size_t i = 0; i < lo; i++)
 						d[i] = 0.0f;
-					copy_run(d + kw0 * C, src + kw0 * C, (kw1 - kw0) * C);
-					for (int i = kw1 * C; i < row; i++)
+					copy_run(d + lo, src, (int)(hi - lo));
+					for (size_t i = hi; i < row; i++)
 						d[i] = 0.0f;
 				}
 				if (g->bias)
@@ -128,24 +136,31 @@ NO_LIBCALLS static void im2col(float *restrict cols, const float *restrict in, i
 static void col2im(float *restrict din, const float *restrict dcols, int b0, int b1,
                    const struct conv_geom *g)
 {
-	int C = g->C, K = g->KH * g->KW * C, row = g->KW * C;
+	int C = g->C, K = g->KH * g->KW * C;
+	size_t row = (size_t)g->KW * (size_t)C;
 
 	memset(din + (size_t)b0 * g->H * g->W * C, 0,
 	       sizeof(float) * (size_t)(b1 - b0) * g->H * g->W * C);
 	for (int b = b0; b < b1; b++)
 		for (int oh = 0; oh < g->OH; oh++)
 			for (int ow = 0; ow < g->OW; ow++) {
-				const float *s = dcols + (((size_t)b * g->OH + oh) * g->OW + ow) * K;
+				const float *s =
+				    dcols + (((size_t)b * g->OH + oh) * g->OW + ow) * K;
 				int kw0, kw1;
 				inside(g, ow, &kw0, &kw1);
 				for (int kh = 0; kh < g->KH; kh++, s += row) {
 					int ih = oh * g->SH + kh - g->PT;
 					if (ih < 0 || ih >= g->H)
 						continue;
-					float *d =
-					    din + (((size_t)b * g->H + ih) * g->W + ow * g->SW - g->PL) * C;
-					for (int i = kw0 * C; i < kw1 * C; i++)
-						d[i] += s[i];
+					int iw = ow * g->SW - g->PL +
+					         kw0; /* >= 0: the first column inside */
+					size_t lo = (size_t)kw0 * (size_t)C;
+					size_t n = (size_t)(kw1 - kw0) * (size_t)C;
+					float *d = din + (((size_t)b * g->H + (size_t)ih) * g->W +
+					                  (size_t)iw) *
+					                     C;
+					for (size_t i = 0; i < n; i++)
+						d[i] += s[lo + i];
 				}
 			}
 }

@@ -19,7 +19,8 @@ enum keras_activation model_output_activation(const struct keras_model *km)
 		const struct keras_layer *k = &km->layers[i];
 		if (k->kind == KERAS_FLATTEN || k->kind == KERAS_RESHAPE)
 			return KERAS_ACT_LINEAR; /* a new tensor: Keras' logits are gone */
-		if (k->kind != KERAS_DENSE && k->kind != KERAS_CONV2D && k->kind != KERAS_ACTIVATION)
+		if (k->kind != KERAS_DENSE && k->kind != KERAS_CONV2D &&
+		    k->kind != KERAS_ACTIVATION)
 			return KERAS_ACT_LINEAR;
 		if (k->act.kind == KERAS_ACT_SOFTMAX || k->act.kind == KERAS_ACT_SIGMOID)
 			return k->act.kind;
@@ -98,8 +99,7 @@ static size_t carve_acts(struct model *m, float *base)
 
 /* The model km builds, its layers planned and its size checked, but
  * without buffers: a struct to free(), or NULL with a message. */
-static struct model *plan(const struct keras_model *km, int max_batch, int output_logits,
-                          char *err)
+static struct model *plan(const struct keras_model *km, int max_batch, int output_logits, char *err)
 {
 	struct model *m;
 
@@ -119,12 +119,12 @@ static struct model *plan(const struct keras_model *km, int max_batch, int outpu
 	if (output_logits && m->layers[m->nlayers - 1].act.kind == KERAS_ACT_LINEAR)
 		m->output_logits = 0;
 	m->nacts = carve_acts(m, NULL);
-	double bytes = (2.0 * (double)m->nparams + (double)m->nstats + (double)m->nstate +
-	                (double)m->nacts) *
-	               sizeof(float);
+	double bytes =
+	    (2.0 * (double)m->nparams + (double)m->nstats + (double)m->nstate + (double)m->nacts) *
+	    sizeof(float);
 	if (bytes > (double)MODEL_MAX_BYTES) {
-		err_set(err, "model '%s' at batch %d needs %.1f GiB, over %.0f", km->name, max_batch,
-		        bytes / (1 << 30), (double)MODEL_MAX_BYTES / (1 << 30));
+		err_set(err, "model '%s' at batch %d needs %.1f GiB, over %.0f", km->name,
+		        max_batch, bytes / (1 << 30), (double)MODEL_MAX_BYTES / (1 << 30));
 		free(m);
 		return NULL;
 	}

@@ -57,29 +57,29 @@ enum layer_kind {
 
 struct layer {
 	enum layer_kind kind;
-	int source;          /* its index among the file's layers, for messages */
-	struct keras_act act; /* conv, dense, activation; linear for none */
-	int relu;            /* act is a ReLU fused into the layer's own pass */
+	int source;              /* its index among the file's layers, for messages */
+	struct keras_act act;    /* conv, dense, activation; linear for none */
+	int relu;                /* act is a ReLU fused into the layer's own pass */
 	int in_h, in_w, in_c;    /* per example */
 	int out_h, out_w, out_c; /* dense: in_h, in_w, units */
 	size_t in_len, out_len;  /* per-example element counts */
 	int kh, kw;              /* conv kernel */
 	struct conv_geom conv;
 	struct pool_geom pool;
-	int units_in;            /* dense: the width of an input row (in_c) */
+	int units_in;                      /* dense: the width of an input row (in_c) */
 	size_t w_off, w_len, b_off, b_len; /* params: kernel (gamma), bias (beta) */
-	size_t s_off, s_len;     /* state: moving mean (C), moving variance (C) */
-	size_t st_off;           /* batch mean (C), variance (C) in grads, from nparams */
-	float rate;              /* dropout */
-	uint64_t key;            /* dropout: the mask's key (dropout_key) */
-	double momentum;         /* batch normalisation */
+	size_t s_off, s_len;               /* state: moving mean (C), moving variance (C) */
+	size_t st_off;                     /* batch mean (C), variance (C) in grads, from nparams */
+	float rate;                        /* dropout */
+	uint64_t key;                      /* dropout: the mask's key (dropout_key) */
+	double momentum;                   /* batch normalisation */
 	float epsilon;
 	int center, scale;
 	/* Views into acts. */
-	float *out;   /* (max_batch, out_len) */
-	float *pre;   /* (max_batch, out_len): the activation's input, when kept */
-	float *cols;  /* conv: im2col scratch */
-	float *dcols; /* conv not first: scratch for the input gradient */
+	float *out;           /* (max_batch, out_len) */
+	float *pre;           /* (max_batch, out_len): the activation's input, when kept */
+	float *cols;          /* conv: im2col scratch */
+	float *dcols;         /* conv not first: scratch for the input gradient */
 	float *mean, *invstd; /* batch normalisation: (C) each, for backward */
 };
 
@@ -98,19 +98,19 @@ struct model {
 	int in_rank, in_shape[KERAS_MAX_RANK]; /* what the file says an example is */
 	int in_h, in_w, in_c;                  /* as the first layer sees it */
 	size_t in_len;
-	size_t out_len;   /* outputs per example */
+	size_t out_len;    /* outputs per example */
 	int output_logits; /* the loss reads the last activation's input */
 	int max_batch;
 	int nlayers;
 	struct layer layers[MODEL_MAX_LAYERS];
 	size_t nparams, nstate, nstats, nacts;
-	float *params;    /* (nparams) */
-	float *grads;     /* (nparams + nstats) */
-	int grads_zeroed; /* grads holds zeros: see model_backward */
-	float *state;     /* (nstate) */
-	float *acts;      /* (nacts): outputs, scratch and the two gradient buffers */
-	float *dlogits;   /* (max_batch, out_len), view into acts */
-	float *dbuf[2];   /* ping-pong activation gradients, views into acts */
+	float *params;          /* (nparams) */
+	float *grads;           /* (nparams + nstats) */
+	int grads_zeroed;       /* grads holds zeros: see model_backward */
+	float *state;           /* (nstate) */
+	float *acts;            /* (nacts): outputs, scratch and the two gradient buffers */
+	float *dlogits;         /* (max_batch, out_len), view into acts */
+	float *dbuf[2];         /* ping-pong activation gradients, views into acts */
 	struct model_pass pass; /* of the last forward pass */
 	uint64_t seed;          /* model_init_params': dropout's keys */
 };

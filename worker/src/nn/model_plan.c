@@ -21,6 +21,7 @@ static size_t shape_len(const struct shape *s)
 	return (size_t)s->h * s->w * s->c;
 }
 
+/* d holds rank values. */
 static struct shape shape_of(int rank, const int *d)
 {
 	struct shape s = {rank, 1, 1, 1};
@@ -71,23 +72,28 @@ static void act_str(char *buf, size_t n, const struct keras_act *a)
 
 struct planner {
 	struct model *m;
-	struct shape cur;   /* the shape between layers */
-	int have_first;     /* a layer has been planned */
-	struct shape last;  /* the last planned layer's output */
+	struct shape cur;  /* the shape between layers */
+	int have_first;    /* a layer has been planned */
+	struct shape last; /* the last planned layer's output */
 	size_t off, soff, stoff;
-	size_t n;           /* of desc */
+	size_t n; /* of desc */
 	char *err;
 };
 
-__attribute__((format(printf, 2, 3))) static void desc_add(struct planner *p, const char *fmt,
-                                                            ...)
+static void desc_add(struct planner *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Appends to the architecture string, which stops at its end. */
+static void desc_add(struct planner *p, const char *fmt, ...)
 {
 	struct model *m = p->m;
 	size_t room = sizeof(m->desc) - p->n;
 	va_list ap;
+	int k;
 
 	va_start(ap, fmt);
-	int k = vsnprintf(m->desc + p->n, room, fmt, ap);
+	/* clang-analyzer loses va_start across the attribute (operator/src/job.c too).
+	 * NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized) */
+	k = vsnprintf(m->desc + p->n, room, fmt, ap);
 	va_end(ap);
 	if (k > 0)
 		p->n += (size_t)k < room ? (size_t)k : room - 1;
@@ -152,7 +158,8 @@ static int plan_conv(struct planner *p, const struct keras_layer *k, int i)
 		return layer_err(p->err, k, "takes inputs of rank 3 (height, width, channels)");
 	if (conv_geom_init(&g, p->cur.h, p->cur.w, p->cur.c, k->kernel[0], k->kernel[1], k->units,
 	                   k->strides[0], k->strides[1], k->same, k->use_bias) < 0) {
-		snprintf(s, sizeof(s), "a %dx%d kernel does not fit a %dx%d input with \"valid\" padding",
+		snprintf(s, sizeof(s),
+		         "a %dx%d kernel does not fit a %dx%d input with \"valid\" padding",
 		         k->kernel[0], k->kernel[1], p->cur.h, p->cur.w);
 		return layer_err(p->err, k, s);
 	}
@@ -182,15 +189,19 @@ static int plan_pool(struct planner *p, const struct keras_layer *k, int i)
 		return layer_err(p->err, k, "takes inputs of rank 3 (height, width, channels)");
 	if (pool_geom_init(&g, p->cur.h, p->cur.w, p->cur.c, k->kernel[0], k->kernel[1],
 	                   k->strides[0], k->strides[1], k->same) < 0) {
-		snprintf(s, sizeof(s), "a %dx%d pool does not fit a %dx%d input with \"valid\" padding",
+		snprintf(s, sizeof(s),
+		         "a %dx%d pool does not fit a %dx%d input with \"valid\" padding",
 		         k->kernel[0], k->kernel[1], p->cur.h, p->cur.w);
 		return layer_err(p->err, k, s);
 	}
 	note_reshape(p, 0);
 	struct shape out = {3, g.OH, g.OW, p->cur.c};
 	int seed_shape = max && g.PH == 2 && g.PW == 2 && g.SH == 2 && g.SW == 2 && !k->same;
-	struct layer *l =
-	    add_layer(p, seed_shape ? LAYER_MAXPOOL2 : max ? LAYER_MAXPOOL : LAYER_AVGPOOL, i, &out);
+	struct layer *l = add_layer(p,
+	                            seed_shape ? LAYER_MAXPOOL2
+	                            : max      ? LAYER_MAXPOOL
+	                                       : LAYER_AVGPOOL,
+	                            i, &out);
 	l->pool = g;
 	if (seed_shape) {
 		desc_add(p, "; maxpool 2x2");
@@ -226,7 +237,7 @@ static int plan_dense(struct planner *p, const struct keras_layer *k, int i)
 static int plan_reshape(struct planner *p, const struct keras_layer *k)
 {
 	size_t n = shape_len(&p->cur), known = 1;
-	int dims[KERAS_MAX_RANK], unknown = -1;
+	int dims[KERAS_MAX_RANK] = {0}, unknown = -1;
 	char s[160];
 
 	if (k->kind == KERAS_FLATTEN) {

@@ -84,7 +84,8 @@ int model_file_save(const char *dir, const struct model *m, const struct keras_m
 	char path[PATH_LEN];
 	unsigned char prefix[PREFIX_LEN], trailer[4];
 	char *json = NULL;
-	size_t json_len, params_len = m->nparams * sizeof(float), state_len = m->nstate * sizeof(float);
+	size_t json_len, params_len = m->nparams * sizeof(float),
+	                 state_len = m->nstate * sizeof(float);
 	uint32_t crc;
 	int rc = -1;
 
@@ -153,7 +154,8 @@ static int read_trained_loss(const cJSON *h, struct header *hd, char *err)
 	if (loss_parse(name, &hd->loss.kind) < 0)
 		return err_set(err, "'trained.loss' is '%.64s', not a loss mwj knows", name);
 	if (cJSON_GetArraySize(ms) > LOSS_MAX_METRICS)
-		return err_set(err, "'trained.metrics' holds more than %d metrics", LOSS_MAX_METRICS);
+		return err_set(err, "'trained.metrics' holds more than %d metrics",
+		               LOSS_MAX_METRICS);
 	for (int i = 0; i < cJSON_GetArraySize(ms); i++) {
 		const cJSON *e = cJSON_GetArrayItem(ms, i);
 		if (!cJSON_IsString(e) || metric_parse(e->valuestring, &hd->metrics[i]) < 0)
@@ -182,15 +184,18 @@ static int read_v1_model(const cJSON *h, struct header *hd, char *err)
 	double want[3] = {28, 28, 1};
 	for (int i = 0; i < 3; i++) {
 		const cJSON *d = cJSON_GetArrayItem(input, i);
-		if (cJSON_GetArraySize(input) != 3 || !cJSON_IsNumber(d) || d->valuedouble != want[i])
-			return err_set(err,
-			               "a version-1 file of model '%s' on inputs other than 28x28x1, "
-			               "which this build does not build: train it again",
-			               name);
+		if (cJSON_GetArraySize(input) != 3 || !cJSON_IsNumber(d) ||
+		    d->valuedouble != want[i])
+			return err_set(
+			    err,
+			    "a version-1 file of model '%s' on inputs other than 28x28x1, "
+			    "which this build does not build: train it again",
+			    name);
 	}
 	if (classes != 10)
-		return err_set(err, "a version-1 file of model '%s' with %" PRId64 " classes, which "
-		                    "this build does not build: train it again",
+		return err_set(err,
+		               "a version-1 file of model '%s' with %" PRId64 " classes, which "
+		               "this build does not build: train it again",
 		               name, classes);
 	hd->has_loss = 1;
 	hd->loss = (struct loss_config){LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, 1};
@@ -223,13 +228,15 @@ static int check_header(const cJSON *h, int max_batch, struct header *hd, char *
 	 * normalisation without center and scale (state only). */
 	if (json_get_string(h, "", "arch_hash", &hash, err) < 0 ||
 	    json_get_i64(h, "", "num_params", 0, INT64_MAX / 8, &claimed, err) < 0 ||
-	    (hd->version > 1 && json_get_i64(h, "", "model_state", 0, INT64_MAX / 8, &state, err) < 0))
+	    (hd->version > 1 &&
+	     json_get_i64(h, "", "model_state", 0, INT64_MAX / 8, &state, err) < 0))
 		return -1;
 	if (hd->version == 1) {
 		if (read_v1_model(h, hd, err) < 0)
 			return -1;
 	} else {
-		if (json_get_string(h, "", "keras", &keras, err) < 0 || read_trained_loss(h, hd, err) < 0)
+		if (json_get_string(h, "", "keras", &keras, err) < 0 ||
+		    read_trained_loss(h, hd, err) < 0)
 			return -1;
 		hd->km = xcalloc(1, sizeof(*hd->km));
 		if (keras_model_parse(hd->km, keras, strlen(keras), "its Keras JSON", err) < 0)
@@ -241,7 +248,8 @@ static int check_header(const cJSON *h, int max_batch, struct header *hd, char *
 		return -1;
 	snprintf(want, sizeof(want), "%016" PRIx64, hd->size.arch_hash);
 	if (strcmp(hash, want) != 0)
-		return err_set(err, "architecture hash %s does not match model '%s' (%s) as built here",
+		return err_set(err,
+		               "architecture hash %s does not match model '%s' (%s) as built here",
 		               hash, hd->km->name, want);
 	if ((uint64_t)claimed != hd->size.nparams || (uint64_t)state != hd->size.nstate)
 		return err_set(err,
@@ -267,16 +275,17 @@ static int read_prefix(struct crc_reader *rd, size_t *json_len, uint32_t *versio
 		               rd->path, rd->len);
 	*version = bytes_get_le32(prefix + 8);
 	if (*version != MODEL_FILE_VERSION && *version != 1)
-		return err_set(err,
-		               "'%s': unsupported model format version %u (this build reads 1 and %d)",
-		               rd->path, *version, MODEL_FILE_VERSION);
+		return err_set(
+		    err, "'%s': unsupported model format version %u (this build reads 1 and %d)",
+		    rd->path, *version, MODEL_FILE_VERSION);
 	*json_len = bytes_get_le32(prefix + 12);
 	if (*json_len > rd->len - PREFIX_LEN - 4)
 		return err_set(err, "'%s': truncated: header claims %zu bytes, file has %" PRIu64,
 		               rd->path, *json_len, rd->len);
 	max = *version == 1 ? HEADER_MAX_V1 : HEADER_MAX;
 	if (*json_len > max)
-		return err_set(err, "'%s': header claims %zu bytes, more than the %zu a header may have",
+		return err_set(err,
+		               "'%s': header claims %zu bytes, more than the %zu a header may have",
 		               rd->path, *json_len, max);
 	return 0;
 }
@@ -322,11 +331,11 @@ static void header_release(struct header *hd)
 /* The parameters and state, and the checksum over the whole file. */
 static int read_body(struct crc_reader *rd, struct model *m, const char *path, char *err)
 {
-	int sound = crc_reader_take(rd, m->params, m->nparams * sizeof(float), err) < 0 ||
-	                    (m->nstate &&
-	                     crc_reader_take(rd, m->state, m->nstate * sizeof(float), err) < 0)
-	                ? -1
-	                : crc_reader_finish(rd, err);
+	int sound =
+	    crc_reader_take(rd, m->params, m->nparams * sizeof(float), err) < 0 ||
+	            (m->nstate && crc_reader_take(rd, m->state, m->nstate * sizeof(float), err) < 0)
+	        ? -1
+	        : crc_reader_finish(rd, err);
 
 	if (sound == 0)
 		err_set(err, "'%s': checksum mismatch (file is corrupt or truncated)", path);
@@ -344,7 +353,8 @@ int model_file_load(const char *dir, int max_batch, struct model_file *f, char *
 	memset(f, 0, sizeof(*f));
 	if (snprintf(path, sizeof(path), "%s/%s", dir, MODEL_FILE_NAME) >= (int)sizeof(path))
 		return err_set(err, "model directory '%s': path too long", dir);
-	if (crc_reader_open(&rd, path, err) < 0 || read_prefix(&rd, &json_len, &hd.version, err) < 0 ||
+	if (crc_reader_open(&rd, path, err) < 0 ||
+	    read_prefix(&rd, &json_len, &hd.version, err) < 0 ||
 	    read_header(&rd, json_len, max_batch, &hd, err) < 0)
 		goto out;
 	/* The length the header implies, before anything is built or read:
@@ -352,7 +362,8 @@ int model_file_load(const char *dir, int max_batch, struct model_file *f, char *
 	body_len = (size_t)(rd.len - PREFIX_LEN - json_len - 4);
 	want = (hd.size.nparams + hd.size.nstate) * sizeof(float);
 	if (body_len != want) {
-		err_set(err, "'%s': %sholds %zu bytes of parameters and state, model '%s' needs %zu",
+		err_set(err,
+		        "'%s': %sholds %zu bytes of parameters and state, model '%s' needs %zu",
 		        path, body_len < want ? "truncated: " : "", body_len, hd.km->name, want);
 		goto out;
 	}
