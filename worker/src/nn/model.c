@@ -122,9 +122,15 @@ static struct model *plan(const struct keras_model *km, int max_batch, int outpu
 	double bytes =
 	    (2.0 * (double)m->nparams + (double)m->nstats + (double)m->nstate + (double)m->nacts) *
 	    sizeof(float);
-	if (bytes > (double)MODEL_MAX_BYTES) {
-		err_set(err, "model '%s' at batch %d needs %.1f GiB, over %.0f", km->name,
-		        max_batch, bytes / (1 << 30), (double)MODEL_MAX_BYTES / (1 << 30));
+	/* Refused before anything is allocated: over the cap of a model, or
+	 * over what this process may take (a container's limit), where the
+	 * allocation would fail or the kernel kill it. */
+	double cap = (double)MODEL_MAX_BYTES, here = (double)tensor_mem_limit();
+	if (bytes > cap || bytes > here) {
+		err_set(err, "model '%s' at batch %d needs %.1f GiB, over the %.1f GiB %s",
+		        km->name, max_batch, bytes / (1 << 30),
+		        (here < cap ? here : cap) / (1 << 30),
+		        here < cap ? "this process may use" : "a model may take");
 		free(m);
 		return NULL;
 	}
