@@ -6,9 +6,12 @@
  * what it does that a textbook does not: probabilities are clipped to
  * [1e-7, 1 - 1e-7] before their logarithm (and categorical outputs
  * normalised to sum 1 first), and when the model's output comes from a
- * softmax (for the categorical losses) or a sigmoid (for binary
- * cross-entropy), the loss is computed from that activation's input, the
- * logits, as if from_logits were true (_get_logits). The caller says which
+ * Keras softmax or sigmoid, any of the cross-entropies is computed from
+ * that activation's input, the logits, as if from_logits were true: both
+ * activations leave their input on their output (_keras_logits), and
+ * _get_logits takes it without asking which of the two left it (a sigmoid
+ * before categorical cross-entropy gives softmax logits, a softmax before
+ * binary cross-entropy sigmoid ones). The caller says which
  * it passes (struct loss_spec.logits); the metrics always read the
  * model's output.
  *
@@ -185,24 +188,25 @@ HOSTDEV double loss_sparse_from_probs(float *dz, const float *p, int t, int K, f
 	return log(sum) - log((double)loss_clip(p[t]));
 }
 
-/* One-hot or soft targets from logits: -sum t log softmax(z). */
+/* One-hot or soft targets from logits: -sum t log softmax(z), and the
+ * gradient TensorFlow's softmax_cross_entropy_with_logits returns,
+ * softmax(z) - t, which is the derivative when the targets sum to 1 (for
+ * other targets it is what Keras trains with, so it is what mwj does). */
 HOSTDEV double loss_categorical_from_logits(float *dz, const float *z, const float *t, int K,
                                             float scale)
 {
 	float zmax = z[loss_argmax(z, K)];
-	double sum = 0.0, tsum = 0.0, loss = 0.0;
+	double sum = 0.0, loss = 0.0;
 
-	for (int k = 0; k < K; k++) {
+	for (int k = 0; k < K; k++)
 		sum += exp((double)(z[k] - zmax));
-		tsum += (double)t[k];
-	}
 	double log_sum = log(sum);
 	for (int k = 0; k < K; k++)
 		loss -= (double)t[k] * ((double)(z[k] - zmax) - log_sum);
 	if (dz)
 		for (int k = 0; k < K; k++) {
 			double q = exp((double)(z[k] - zmax) - log_sum);
-			dz[k] = (float)(scale * (q * tsum - (double)t[k]));
+			dz[k] = (float)(scale * (q - (double)t[k]));
 		}
 	return loss;
 }

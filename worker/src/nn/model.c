@@ -35,21 +35,25 @@ void model_loss_reads(const struct keras_model *km, const struct loss_config *c,
 	enum keras_activation last = model_output_activation(km);
 	int categorical = c->kind == LOSS_SPARSE_CATEGORICAL_CROSSENTROPY ||
 	                  c->kind == LOSS_CATEGORICAL_CROSSENTROPY;
-	int own = (categorical && last == KERAS_ACT_SOFTMAX) ||
-	          (c->kind == LOSS_BINARY_CROSSENTROPY && last == KERAS_ACT_SIGMOID);
 	int crossentropy = categorical || c->kind == LOSS_BINARY_CROSSENTROPY;
+	/* Keras' softmax and sigmoid both leave their input on their output
+	 * (_keras_logits), and _get_logits takes it whichever the loss is. */
+	int logits_kept = crossentropy && last != KERAS_ACT_LINEAR;
 
-	*output_logits = own;
-	*spec_logits = own || (crossentropy && c->from_logits);
+	*output_logits = logits_kept;
+	*spec_logits = logits_kept || (crossentropy && c->from_logits);
 }
 
 /* Whether a layer computes into pre and then its activation into out:
  * every activation but none and ReLU (whose backward reads its output),
- * and the last layer's when the loss reads its input. */
+ * and the last layer's when the loss reads its input; a last Activation
+ * layer whose input the loss reads copies that input there. */
 static int keeps_pre(const struct model *m, int i)
 {
 	const struct layer *l = &m->layers[i];
 
+	if (l->kind == LAYER_ACTIVATION)
+		return i == m->nlayers - 1 && m->output_logits;
 	if (l->kind != LAYER_CONV2D && l->kind != LAYER_DENSE)
 		return 0;
 	if (i == m->nlayers - 1 && m->output_logits)
@@ -247,6 +251,8 @@ static void layer_forward(struct model *m, struct layer *l, const float *in, int
 			memcpy(l->out, in, (size_t)B * l->in_len * sizeof(float));
 		break;
 	case LAYER_ACTIVATION:
+		if (l->pre) /* the loss reads it: model_logits */
+			memcpy(l->pre, in, (size_t)B * l->in_len * sizeof(float));
 		act_forward(l->out, in, rows_of(l, B), (size_t)l->out_c, &l->act);
 		break;
 	case LAYER_BATCHNORM:

@@ -146,11 +146,11 @@ void model_free(struct model *m);
 enum keras_activation model_output_activation(const struct keras_model *km);
 
 /* How a loss reads the model km builds, as Keras 3 under TensorFlow does
- * (loss.h): a cross-entropy after the activation that is its own (softmax
- * for the categorical ones, sigmoid for binary cross-entropy) reads that
- * activation's input as logits, whatever from_logits says; otherwise the
- * loss reads the outputs, as logits when from_logits says so. Sets
- * *spec_logits (for loss_resolve) and *output_logits (for model_new). */
+ * (loss.h): a cross-entropy after a softmax or a sigmoid (either, for any
+ * of the three) reads that activation's input as logits, whatever
+ * from_logits says; otherwise the loss reads the outputs, as logits when
+ * from_logits says so. Sets *spec_logits (for loss_resolve) and
+ * *output_logits (for model_new). */
 void model_loss_reads(const struct keras_model *km, const struct loss_config *c, int *spec_logits,
                       int *output_logits);
 

@@ -316,7 +316,7 @@ static int plan_layer(struct planner *p, const struct keras_layer *k, int i)
 	case KERAS_DROPOUT:
 		note_reshape(p, 0);
 		l = add_layer(p, LAYER_DROPOUT, i, &out);
-		l->rate = (float)k->rate;
+		l->rate = k->rate;
 		desc_add(p, "; dropout %g", k->rate);
 		return 0;
 	case KERAS_ACTIVATION:
