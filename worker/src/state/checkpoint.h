@@ -44,8 +44,8 @@
 #include "optimizer.h"
 
 #define CHECKPOINT_VERSION     2
-#define CHECKPOINT_KEEP        2 /* backups left in the directory after a save */
-#define CHECKPOINT_NAME_LEN    128 /* KERAS_NAME_LEN */
+#define CHECKPOINT_KEEP        2               /* backups left in the directory after a save */
+#define CHECKPOINT_NAME_LEN    128             /* KERAS_NAME_LEN */
 #define CHECKPOINT_MAX_FILES   64              /* checkpoint_list looks at no more than this */
 #define CHECKPOINT_STEP_DIGITS 12              /* of the global step in a file name */
 #define CHECKPOINT_STEP_MAX    999999999999ull /* the largest step a name holds */
@@ -83,7 +83,7 @@ struct checkpoint {
 	double learning_rate, momentum;
 	float *params;      /* (nparams), not owned */
 	float *model_state; /* (nstate), not owned; NULL when nstate is 0 */
-	float *opt_state; /* (nslots, nparams), not owned; NULL when nslots is 0 */
+	float *opt_state;   /* (nslots, nparams), not owned; NULL when nslots is 0 */
 };
 
 /* Writes c as "<dir>/backup-<c->pos.global_step>.mwjb", creating dir if
