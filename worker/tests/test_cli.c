@@ -329,7 +329,7 @@ static void test_bad_flag_values_are_refused_naming_flag_and_value(void **state)
 	    {"train", "--steps-per-epoch", "0", "out of range", NULL, {NULL}},
 	    {"train", "--validation-steps", "-3", "out of range", NULL, {NULL}},
 	    {"train", "--log-every", "-1", "out of range", NULL, {NULL}},
-	    {"train", "--model", "resnet50", "no built-in model", NULL, {NULL}},
+	    {"train", "--model", "resnet50", "unknown model 'resnet50'", NULL, {NULL}},
 	    {"train", "--model", "no/such.json", "No such file or directory", NULL, {NULL}},
 	    {"train", "--loss", "hinge", "not sparse_categorical_crossentropy", NULL, {NULL}},
 	    {"train", "--metrics", "auc", "not a metric mwj computes", "'auc'", {NULL}},

@@ -590,7 +590,7 @@ static void test_load_refuses_a_version_1_file_of_a_model_this_build_does_not_bu
 	    {"cnn-pool", "[28,28,1]", 5,
 	     "with 5 classes, which this build does not build: train "
 	     "it again"},
-	    {"resnet50", "[28,28,1]", 10, "no built-in model 'resnet50'"},
+	    {"resnet50", "[28,28,1]", 10, "unknown model 'resnet50'"},
 	};
 
 	new_builtin(fx, "cnn-pool", 11);
