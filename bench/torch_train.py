@@ -25,7 +25,7 @@ import time
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model", choices=["cnn", "cnn-pool"], default="cnn")
+    p.add_argument("--model", choices=["cnn", "cnn-pool", "cnn-deep"], default="cnn")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--threads", type=int, default=1,
                    help="torch intra-op threads (torch.set_num_threads)")
@@ -111,7 +111,9 @@ def load_train(data_dir):
 
 
 def build_model(name):
-    if name == "cnn":
+    if name == "cnn-deep":
+        m = cnn_deep()
+    elif name == "cnn":
         m = nn.Sequential(
             nn.Conv2d(1, 32, 3), nn.ReLU(), nn.Flatten(),
             nn.Linear(26 * 26 * 32, 128), nn.ReLU(), nn.Linear(128, 10))
@@ -122,8 +124,22 @@ def build_model(name):
     for layer in m:  # Keras defaults: Glorot-uniform kernels, zero biases
         if isinstance(layer, (nn.Conv2d, nn.Linear)):
             nn.init.xavier_uniform_(layer.weight)
-            nn.init.zeros_(layer.bias)
+            if layer.bias is not None:
+                nn.init.zeros_(layer.bias)
     return m
+
+
+def cnn_deep():
+    """examples/models/cnn-deep.json: Keras' BatchNormalization(momentum 0.99,
+    epsilon 1e-3) is PyTorch's BatchNorm2d(eps=1e-3, momentum=0.01), and
+    same padding of a 3x3 kernel at stride 1 is padding=1."""
+    return nn.Sequential(
+        nn.Conv2d(1, 32, 3, padding=1, bias=False), nn.BatchNorm2d(32, eps=1e-3, momentum=0.01),
+        nn.ReLU(), nn.Conv2d(32, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Dropout(0.25),
+        nn.Conv2d(32, 64, 3, padding=1, bias=False), nn.BatchNorm2d(64, eps=1e-3, momentum=0.01),
+        nn.ReLU(), nn.MaxPool2d(2), nn.Dropout(0.25), nn.Flatten(),
+        nn.Linear(7 * 7 * 64, 128), nn.ReLU(), nn.Dropout(0.5), nn.Linear(128, 10))
 
 
 def batches(n, bs, seed):

@@ -23,6 +23,7 @@
 
 #include "bench_stats.h"
 #include "comm_nccl.h"
+#include "compile_config.h"
 #include "err.h"
 #include "gpu.h"
 #include "log.h"
@@ -39,13 +40,19 @@ static int fit_seconds(const char *model, int batch, long steps, enum collective
 	FILE *devnull = fopen("/dev/null", "w");
 	int rc;
 
+	static struct keras_model km;
+
 	memset(&c, 0, sizeof(c));
 	snprintf(c.model, sizeof(c.model), "%s", model);
+	keras_model_release(&km);
+	if (keras_model_builtin(&km, model, err) < 0 ||
+	    compile_apply(&c, &km, &(struct compile_flags){0}, err) < 0) {
+		fprintf(stderr, "bench_gpu: %s\n", err);
+		return -1;
+	}
 	c.epochs = 2;
 	c.steps_per_epoch = steps;
 	c.batch_size = batch;
-	c.learning_rate = 0.001;
-	c.optimizer = OPT_SGD;
 	c.seed = 42;
 	c.threads = 1;
 	c.rendezvous_timeout = 60;
@@ -125,11 +132,13 @@ static void bench_train(struct nccl_bench *nb, const char *model, int batch, lon
 	struct train_result r[3];
 	const char *names[3] = {"auto", "nccl", "auto, no CUDA graphs"};
 	char err[ERR_LEN];
-	size_t nparams;
-	uint64_t hash;
+	struct keras_model km;
+	struct model_size size;
 
-	if (model_plan(model, 28, 28, 1, 10, batch, &nparams, &hash, err) < 0)
+	if (keras_model_builtin(&km, model, err) < 0 || model_plan(&km, batch, 0, &size, err) < 0)
 		die("bench_gpu: %s", err);
+	keras_model_release(&km);
+	size_t nparams = size.nparams;
 	for (int i = 0; i < 3; i++) {
 		if (i == 2)
 			setenv("MWJ_CUDA_GRAPHS", "0", 1);

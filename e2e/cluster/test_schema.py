@@ -71,10 +71,10 @@ class CrdTest(unittest.TestCase):
 
 
 class ExamplesTest(unittest.TestCase):
-    def test_there_are_the_five_examples(self):
+    def test_there_are_the_six_examples(self):
         names = [n for n, _ in examples()]
-        self.assertEqual(names, ["all-fields.yaml", "demo.yaml", "gpu.yaml", "minimal.yaml",
-                                 "pvc-checkpoint.yaml"])
+        self.assertEqual(names, ["all-fields.yaml", "demo.yaml", "gpu.yaml", "keras-model.yaml",
+                                 "minimal.yaml", "pvc-checkpoint.yaml"])
 
     def test_every_example_is_admitted(self):
         s = job_schema()

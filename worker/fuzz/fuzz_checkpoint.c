@@ -2,22 +2,27 @@
  * the backup file a worker restores from, which lies on a shared volume
  * that any pod of the job (or a user) can write.
  *
- * The run that loads it trains model "cnn" with RUN_PARAMS parameters and
- * architecture hash RUN_HASH (fuzz/corpus/checkpoint holds backups of it).
+ * The run that loads it trains a model of RUN_PARAMS parameters and
+ * architecture hash RUN_HASH, with or without RUN_STATE floats of model
+ * state (fuzz/corpus/checkpoint holds backups of it: mwj 0.1's version-1
+ * files, and version-2 ones from checkpoint_seeds.py).
  * Input: byte 0 picks the mode, the rest is the file.
  *   bits 0-1  the run's optimizer: 0 sgd (no state), 1 sgd with momentum
- *             (1 slot), 2 and 3 adam (2 slots)
+ *             (1 slot), 2 adam (2 slots), 3 centered rmsprop with momentum
+ *             (3 slots)
  *   bit 2     append the CRC-32C the format ends with, so that mutations
  *             reach the checks behind the checksum
  *   bit 3     with bit 2, put OVERSIZE zero bytes before the CRC: a file
  *             longer than its header says, refused for its length unread
+ *   bit 4     the run's model has RUN_STATE floats of state (batch
+ *             normalisation's moving statistics)
  * Checked beyond "no crash": a refusal is CORRUPT or INCOMPATIBLE with a
  * message naming the file; an accepted backup fits the run, has its
- * counters in range, and written again with checkpoint_save, loads back
- * bit for bit; its position, checked against runs of fixed and of
- * one-pass epochs (checkpoint_check_position), is taken up or refused
- * saying why, and a position taken up keeps its step within the steps
- * taken.
+ * counters in range, and written again with checkpoint_save (as version
+ * 2, whatever version it was read from), loads back bit for bit; its
+ * position, checked against runs of fixed and of one-pass epochs
+ * (checkpoint_check_position), is taken up or refused saying why, and a
+ * position taken up keeps its step within the steps taken.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -28,18 +33,24 @@
 #include "err.h"
 #include "fuzz/harness.h"
 
-#define MODE_SLOTS    3
-#define MODE_CRC      4
-#define MODE_OVERSIZE 8
+#define MODE_SLOTS       3
+#define MODE_CRC         4
+#define MODE_OVERSIZE    8
+#define MODE_MODEL_STATE 16
 
 #define RUN_PARAMS 16
+#define RUN_STATE  4
 #define RUN_HASH   0x0123456789abcdefull
 #define OVERSIZE   (80u << 10) /* more than the longest header allowed (64 KiB) */
 
 struct run {
 	float params[RUN_PARAMS];
-	float state[2 * RUN_PARAMS];
+	float model_state[RUN_STATE];
+	float state[OPTIMIZER_MAX_SLOTS * RUN_PARAMS];
 };
+
+static const enum optimizer_kind KINDS[] = {OPT_SGD, OPT_SGD, OPT_ADAM, OPT_RMSPROP};
+static const int SLOTS[] = {0, 1, 2, 3};
 
 static const unsigned char *bytes(const void *p)
 {
@@ -49,16 +60,17 @@ static const unsigned char *bytes(const void *p)
 /* What this run builds, with its buffers. */
 static struct checkpoint run_init(struct run *r, int mode)
 {
-	static const enum optimizer_kind kinds[] = {OPT_SGD, OPT_SGD, OPT_ADAM, OPT_ADAM};
-	static const int slots[] = {0, 1, 2, 2};
+	int with_state = (mode & MODE_MODEL_STATE) != 0;
 	struct checkpoint c = {
 	    .model = "cnn",
 	    .arch_hash = RUN_HASH,
 	    .nparams = RUN_PARAMS,
-	    .optimizer = kinds[mode & MODE_SLOTS],
-	    .nslots = slots[mode & MODE_SLOTS],
+	    .nstate = with_state ? RUN_STATE : 0,
+	    .optimizer = KINDS[mode & MODE_SLOTS],
+	    .nslots = SLOTS[mode & MODE_SLOTS],
 	    .params = r->params,
-	    .opt_state = slots[mode & MODE_SLOTS] > 0 ? r->state : NULL,
+	    .model_state = with_state ? r->model_state : NULL,
+	    .opt_state = SLOTS[mode & MODE_SLOTS] > 0 ? r->state : NULL,
 	};
 
 	memset(r, 0, sizeof(*r));
@@ -67,9 +79,12 @@ static struct checkpoint run_init(struct run *r, int mode)
 
 static void check_accepted(const struct checkpoint *c, int mode)
 {
-	FUZZ_CHECK(strcmp(c->model, "cnn") == 0 && c->arch_hash == RUN_HASH);
-	FUZZ_CHECK(c->nparams == RUN_PARAMS);
-	FUZZ_CHECK(c->nslots == ((mode & MODE_SLOTS) > 2 ? 2 : (mode & MODE_SLOTS)));
+	/* The name is the file's, any name: the architecture is the model. */
+	FUZZ_CHECK(memchr(c->model, '\0', sizeof(c->model)) != NULL);
+	FUZZ_CHECK(c->arch_hash == RUN_HASH && c->nparams == RUN_PARAMS);
+	FUZZ_CHECK(c->nstate == (size_t)(mode & MODE_MODEL_STATE ? RUN_STATE : 0));
+	FUZZ_CHECK(c->optimizer == KINDS[mode & MODE_SLOTS]);
+	FUZZ_CHECK(c->nslots == SLOTS[mode & MODE_SLOTS]);
 	FUZZ_CHECK(c->pos.world >= 1 && c->pos.world <= 4096);
 	FUZZ_CHECK(c->pos.batch_size >= 1 && c->pos.batch_size <= (1u << 20));
 	FUZZ_CHECK(c->pos.epoch >= 0 && c->pos.step >= 0);
@@ -111,6 +126,8 @@ static void check_round_trip(const struct checkpoint *c, int mode)
 	FUZZ_CHECK(checkpoint_load(path, &back, err) == 0);
 	/* Bit for bit: the bytes, not the values (NaN payloads, -0). */
 	FUZZ_CHECK(memcmp(bytes(back.params), bytes(c->params), sizeof(r2.params)) == 0);
+	FUZZ_CHECK(c->nstate == 0 || memcmp(bytes(back.model_state), bytes(c->model_state),
+	                                    sizeof(float) * c->nstate) == 0);
 	FUZZ_CHECK(c->nslots == 0 || memcmp(bytes(back.opt_state), bytes(c->opt_state),
 	                                    sizeof(float) * RUN_PARAMS * c->nslots) == 0);
 	FUZZ_CHECK(memcmp(bytes(&back.pos.sums), bytes(&c->pos.sums), sizeof(c->pos.sums)) == 0);
@@ -120,6 +137,7 @@ static void check_round_trip(const struct checkpoint *c, int mode)
 	FUZZ_CHECK(back.pos.world == c->pos.world && back.pos.batch_size == c->pos.batch_size);
 	FUZZ_CHECK(back.seed == c->seed && back.iterations == c->iterations);
 	FUZZ_CHECK(back.learning_rate == c->learning_rate && back.momentum == c->momentum);
+	FUZZ_CHECK(strcmp(back.model, c->model) == 0);
 	/* Leave the folder empty for the next accepted input. */
 	checkpoint_remove_all(dir, err);
 }

@@ -4,7 +4,8 @@
  *
  * Files are edited here from the format in checkpoint.h, with the CRC fixed
  * up after each edit except where the CRC is what is tested, so that each
- * damaged field reaches the check meant for it. Each test gets its own
+ * damaged field reaches the check meant for it; version-1 files (mwj 0.1)
+ * are built byte by byte as its writer wrote them. Each test gets its own
  * mkdtemp directory.
  */
 #include <setjmp.h>
@@ -32,17 +33,21 @@
 #include "testutil.h"
 
 #define N          1000 /* parameters of the made-up model */
+#define NSTATE     24   /* its model state: moving means and variances */
 #define PREFIX_LEN 16
-#define SUMS_LEN   24
-#define PAYLOAD    (SUMS_LEN + 3 * N * 4) /* sums, params and Adam's 2 slots */
+#define SUMS_LEN   48 /* loss, count and four metrics, f64 */
+/* sums, params, model state and Adam's 2 slots */
+#define PAYLOAD (SUMS_LEN + (3 * N + NSTATE) * 4)
+/* where the model state ends, from the end of a file with 2 slots */
+#define MODEL_STATE_END (4 + 2 * N * 4)
 
 static const unsigned char MAGIC[8] = {'M', 'W', 'J', 'B', 'A', 'C', 'K', 'P'};
 
 struct fixture {
 	char dir[TESTUTIL_TMPDIR_LEN]; /* first, for testutil_fixture_setup() */
 	char err[ERR_LEN];
-	float params[N], state[2 * N];
-	float got_params[N], got_state[2 * N];
+	float params[N], state[3 * N], model_state[NSTATE];
+	float got_params[N], got_state[3 * N], got_model_state[NSTATE];
 };
 
 static int setup(void **state)
@@ -55,8 +60,8 @@ static int teardown(void **state)
 	return testutil_fixture_teardown(state);
 }
 
-/* An Adam backup of a 1000-parameter model at global step step, with
- * values that only a bitwise copy keeps. */
+/* An Adam backup of a 1000-parameter model with 24 floats of state at
+ * global step step, with values that only a bitwise copy keeps. */
 static struct checkpoint sample(struct fixture *fx, uint64_t step)
 {
 	struct checkpoint c = {
@@ -66,17 +71,21 @@ static struct checkpoint sample(struct fixture *fx, uint64_t step)
 	            .examples = (1ull << 60) + 3,
 	            .world = 4,
 	            .batch_size = 32,
-	            .sums = {0.1, 1e300, 123456789.0}},
+	            .sums = {.loss_sum = 0.1,
+	                     .count = 123456789.0,
+	                     .sums = {1e300, -0.0, 4.9e-324 /* subnormal */, 0x1p-1022}}},
 	    .seed = UINT64_MAX,
 	    .model = "cnn",
 	    .arch_hash = 0x0123456789abcdefull,
 	    .nparams = N,
+	    .nstate = NSTATE,
 	    .optimizer = OPT_ADAM,
 	    .nslots = 2,
 	    .iterations = (1ull << 53) + 1,
 	    .learning_rate = 0.001,
 	    .momentum = 0.0,
 	    .params = fx->params,
+	    .model_state = fx->model_state,
 	    .opt_state = fx->state,
 	};
 
@@ -85,8 +94,13 @@ static struct checkpoint sample(struct fixture *fx, uint64_t step)
 	fx->params[1] = -0.0f;
 	fx->params[2] = nanf("0x2a");
 	fx->params[3] = 1e-45f; /* subnormal */
-	for (int i = 0; i < 2 * N; i++)
+	for (int i = 0; i < 3 * N; i++)
 		fx->state[i] = 1.0f / (float)(i + 1);
+	for (int i = 0; i < NSTATE; i++)
+		fx->model_state[i] = (float)(i + 1) * 1e-3f - (float)step;
+	fx->model_state[0] = -0.0f;
+	fx->model_state[1] = nanf("0x15");
+	fx->model_state[NSTATE - 1] = 1e-40f; /* subnormal */
 	return c;
 }
 
@@ -96,9 +110,11 @@ static struct checkpoint want(struct fixture *fx)
 	struct checkpoint c = {.model = "cnn",
 	                       .arch_hash = 0x0123456789abcdefull,
 	                       .nparams = N,
+	                       .nstate = NSTATE,
 	                       .optimizer = OPT_ADAM,
 	                       .nslots = 2,
 	                       .params = fx->got_params,
+	                       .model_state = fx->got_model_state,
 	                       .opt_state = fx->got_state};
 	return c;
 }
@@ -174,9 +190,11 @@ static void test_a_backup_round_trips_every_field_bitwise(void **state)
 
 	save(fx, &c);
 	memset(fx->got_params, 0xff, sizeof(fx->got_params));
+	memset(fx->got_model_state, 0xff, sizeof(fx->got_model_state));
 	assert_int_equal(load(fx, 42, &got), 0);
 	assert_memory_equal(fx->got_params, fx->params, sizeof(fx->params));
-	assert_memory_equal(fx->got_state, fx->state, sizeof(fx->state));
+	assert_memory_equal(fx->got_model_state, fx->model_state, sizeof(fx->model_state));
+	assert_memory_equal(fx->got_state, fx->state, 2 * N * sizeof(float));
 	assert_memory_equal(&got.pos.sums, &c.pos.sums, sizeof(c.pos.sums));
 	assert_int_equal(got.pos.epoch, 3);
 	assert_int_equal(got.pos.step, 17);
@@ -190,10 +208,73 @@ static void test_a_backup_round_trips_every_field_bitwise(void **state)
 	assert_true(got.momentum == 0.0);
 	assert_string_equal(got.model, "cnn");
 	assert_ptr_equal(got.params, fx->got_params);
+	assert_ptr_equal(got.model_state, fx->got_model_state);
 	assert_ptr_equal(got.opt_state, fx->got_state);
+	assert_int_equal(got.nstate, NSTATE);
 }
 
-static void test_a_backup_without_optimizer_state_round_trips(void **state)
+/* The six sums are doubles in the file, in the order of metrics_to_words,
+ * and come back as the same bits: a NaN payload, -0, a subnormal. */
+static void test_the_six_metric_sums_round_trip_bit_for_bit(void **state)
+{
+	struct fixture *fx = *state;
+	struct checkpoint c = sample(fx, 6), got;
+	const double want_sums[METRICS_WORDS] = {nan("0x7"), 5e-324, -0.0, 1e308, -1.5, 3.0};
+	char path[PATH_MAX];
+	size_t len;
+
+	metrics_from_words(&c.pos.sums, want_sums);
+	save(fx, &c);
+	path_of(fx, 6, path);
+	unsigned char *b = testutil_read_file(path, &len);
+	const unsigned char *at = b + PREFIX_LEN + bytes_get_le32(b + 12);
+	for (int i = 0; i < METRICS_WORDS; i++) {
+		double d;
+		memcpy(&d, at + 8 * i, sizeof(d));
+		assert_true(bytes_f64_bits(d) == bytes_f64_bits(want_sums[i]));
+	}
+	free(b);
+	assert_int_equal(load(fx, 6, &got), 0);
+	double back[METRICS_WORDS];
+	metrics_to_words(back, &got.pos.sums);
+	for (int i = 0; i < METRICS_WORDS; i++)
+		assert_true(bytes_f64_bits(back[i]) == bytes_f64_bits(want_sums[i]));
+}
+
+/* Centered RMSprop with momentum keeps the most slots a backup holds. */
+static void test_a_backup_with_three_optimizer_slots_round_trips(void **state)
+{
+	struct fixture *fx = *state;
+	struct checkpoint c = sample(fx, 11), got;
+	char path[PATH_MAX];
+	size_t len;
+
+	c.optimizer = OPT_RMSPROP;
+	c.nslots = OPTIMIZER_MAX_SLOTS;
+	c.momentum = 0.9;
+	save(fx, &c);
+	path_of(fx, 11, path);
+	unsigned char *b = testutil_read_file(path, &len);
+	assert_int_equal(len, PREFIX_LEN + bytes_get_le32(b + 12) + SUMS_LEN +
+	                          (4 * N + NSTATE) * sizeof(float) + 4);
+	free(b);
+	got = want(fx);
+	got.optimizer = OPT_RMSPROP;
+	got.nslots = 3;
+	memset(fx->got_state, 0xff, sizeof(fx->got_state));
+	assert_int_equal(checkpoint_load(path, &got, fx->err), 0);
+	assert_memory_equal(fx->got_state, fx->state, sizeof(fx->state));
+	assert_memory_equal(fx->got_params, fx->params, sizeof(fx->params));
+	assert_memory_equal(fx->got_model_state, fx->model_state, sizeof(fx->model_state));
+	assert_true(bytes_f64_bits(got.momentum) == bytes_f64_bits(0.9));
+	/* The same file for a run with Adam's two slots is another layout. */
+	got = want(fx);
+	assert_int_equal(checkpoint_load(path, &got, fx->err), CHECKPOINT_INCOMPATIBLE);
+	testutil_assert_contains(fx->err,
+	                         "backup holds rmsprop state with 3 slots; this run uses adam");
+}
+
+static void test_a_backup_without_optimizer_or_model_state_round_trips(void **state)
 {
 	struct fixture *fx = *state;
 	struct checkpoint c = sample(fx, 8), got;
@@ -201,12 +282,16 @@ static void test_a_backup_without_optimizer_state_round_trips(void **state)
 	c.optimizer = OPT_SGD;
 	c.nslots = 0;
 	c.opt_state = NULL;
+	c.nstate = 0;
+	c.model_state = NULL;
 	c.momentum = 0.1;
 	save(fx, &c);
 	got = want(fx);
 	got.optimizer = OPT_SGD;
 	got.nslots = 0;
 	got.opt_state = NULL;
+	got.nstate = 0;
+	got.model_state = NULL;
 	char path[PATH_MAX];
 	path_of(fx, 8, path);
 	size_t len;
@@ -216,6 +301,7 @@ static void test_a_backup_without_optimizer_state_round_trips(void **state)
 	assert_memory_equal(fx->got_params, fx->params, sizeof(fx->params));
 	assert_true(bytes_f64_bits(got.momentum) == bytes_f64_bits(0.1));
 	assert_null(got.opt_state);
+	assert_null(got.model_state);
 }
 
 static void test_the_header_is_readable_json_a_tool_can_use(void **state)
@@ -226,13 +312,14 @@ static void test_the_header_is_readable_json_a_tool_can_use(void **state)
 	unsigned char *b = saved_sample(fx, 7, path, &len);
 
 	assert_memory_equal(b, "MWJBACKP", 8);
-	assert_int_equal(bytes_get_le32(b + 8), 1);
+	assert_int_equal(bytes_get_le32(b + 8), 2);
 	uint32_t hlen = bytes_get_le32(b + 12);
 	char *json = calloc(1, hlen + 1);
 	assert_non_null(json);
 	memcpy(json, b + PREFIX_LEN, hlen);
 	cJSON *h = testutil_json_object(json);
 	assert_string_equal(testutil_json_string(h, "format"), "mwj-backup");
+	assert_true(testutil_json_number(h, "version") == 2);
 	assert_string_equal(testutil_json_string(h, "arch_hash"), "0123456789abcdef");
 	assert_string_equal(testutil_json_string(h, "global_step"), "7");
 	assert_string_equal(testutil_json_string(h, "seed"), "18446744073709551615");
@@ -240,6 +327,7 @@ static void test_the_header_is_readable_json_a_tool_can_use(void **state)
 	assert_string_equal(testutil_json_string(h, "optimizer"), "adam");
 	assert_true(testutil_json_number(h, "num_params") == N);
 	assert_true(testutil_json_number(h, "state_slots") == 2);
+	assert_true(testutil_json_number(h, "model_state") == NSTATE);
 	assert_int_equal(len, PREFIX_LEN + hlen + PAYLOAD + 4);
 	assert_int_equal(bytes_get_le32(b + len - 4), crc32c(b, len - 4));
 	cJSON_Delete(h);
@@ -410,7 +498,19 @@ static void test_a_damaged_byte_anywhere_is_a_corrupt_backup(void **state)
 	char path[PATH_MAX];
 	size_t len;
 	unsigned char *good = saved_sample(fx, 9, path, &len);
-	const size_t at[] = {9, 13, 20, len - PAYLOAD, len - 4 * N, len / 2, len - 5, len - 1};
+	/* The prefix, the header, the sums, the params, the model state (its
+	 * first and last byte), the slots and the CRC. */
+	const size_t at[] = {9,
+	                     13,
+	                     20,
+	                     len - 4 - PAYLOAD,
+	                     len - 4 - PAYLOAD + SUMS_LEN - 1,
+	                     len - MODEL_STATE_END - NSTATE * 4,
+	                     len - MODEL_STATE_END - 1,
+	                     len - 4 * N,
+	                     len / 2,
+	                     len - 5,
+	                     len - 1};
 
 	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
 		unsigned char *b = malloc(len);
@@ -530,6 +630,15 @@ static void fewer_params(struct checkpoint *c)
 {
 	c->nparams = N / 2;
 }
+static void less_model_state(struct checkpoint *c)
+{
+	c->nstate = NSTATE - 1;
+}
+static void no_model_state(struct checkpoint *c)
+{
+	c->nstate = 0;
+	c->model_state = NULL;
+}
 static void sgd_run(struct checkpoint *c)
 {
 	c->optimizer = OPT_SGD;
@@ -555,16 +664,42 @@ static void test_a_backup_of_another_model_or_optimizer_is_incompatible(void **s
 	testutil_assert_contains(fx->err,
 	                         "backup is of model 'cnn' (architecture 0123456789abcdef");
 	testutil_assert_contains(fx->err, "this run trains 'cnn' (architecture 0123456789abcdee");
-	assert_int_equal(load_as(fx, other_name), CHECKPOINT_INCOMPATIBLE);
-	testutil_assert_contains(fx->err, "this run trains 'cnn-pool'");
 	assert_int_equal(load_as(fx, fewer_params), CHECKPOINT_INCOMPATIBLE);
-	testutil_assert_contains(fx->err, "1000 parameters), this run trains 'cnn' (architecture "
-	                                  "0123456789abcdef, 500 parameters)");
+	testutil_assert_contains(fx->err,
+	                         "1000 parameters, 24 floats of state), this run trains 'cnn' "
+	                         "(architecture 0123456789abcdef, 500 parameters, 24 floats");
+	/* The state's length is the model's too: batch normalisation added or
+	 * taken out. */
+	assert_int_equal(load_as(fx, less_model_state), CHECKPOINT_INCOMPATIBLE);
+	testutil_assert_contains(fx->err, "1000 parameters, 24 floats of state), this run trains "
+	                                  "'cnn' (architecture 0123456789abcdef, 1000 parameters, "
+	                                  "23 floats of state)");
+	assert_int_equal(load_as(fx, no_model_state), CHECKPOINT_INCOMPATIBLE);
+	testutil_assert_contains(fx->err, "this run trains 'cnn' (architecture 0123456789abcdef, "
+	                                  "1000 parameters, 0 floats of state)");
 	assert_int_equal(load_as(fx, sgd_run), CHECKPOINT_INCOMPATIBLE);
 	testutil_assert_contains(
 	    fx->err, "backup holds adam state with 2 slots; this run uses sgd (0 slots)");
 	assert_int_equal(load_as(fx, sgd_momentum_run), CHECKPOINT_INCOMPATIBLE);
 	testutil_assert_contains(fx->err, "this run uses sgd (1 slot)");
+}
+
+/* The architecture is the model, its name only a label (mwj 0.1 wrote
+ * "cnn", a Keras file says "sequential"): a backup of the same layers
+ * under another name is restored, and keeps the name it was saved with. */
+static void test_a_backup_of_the_same_architecture_under_another_name_is_restored(void **state)
+{
+	struct fixture *fx = *state;
+	struct checkpoint c = sample(fx, 9), got = want(fx);
+	char path[PATH_MAX];
+
+	snprintf(c.model, sizeof(c.model), "sequential");
+	save(fx, &c);
+	path_of(fx, 9, path);
+	assert_int_equal(checkpoint_load(path, &got, fx->err), 0);
+	assert_string_equal(got.model, "sequential");
+	assert_memory_equal(fx->got_params, fx->params, sizeof(fx->params));
+	assert_int_equal(load_as(fx, other_name), 0);
 }
 
 /* A backup far bigger than any of this run's model: read in chunks, not
@@ -598,11 +733,11 @@ static void test_a_backup_of_a_bigger_model_is_incompatible_not_damaged(void **s
 	testutil_write_file(path, b, len - 1);
 	assert_int_equal(load(fx, 9, &got), CHECKPOINT_CORRUPT);
 	testutil_assert_contains(fx->err, "truncated");
-	bytes_put_le32(b + 8, 2);
+	bytes_put_le32(b + 8, 3);
 	fix_crc(b, len);
 	testutil_write_file(path, b, len);
 	assert_int_equal(load(fx, 9, &got), CHECKPOINT_INCOMPATIBLE);
-	testutil_assert_contains(fx->err, "unsupported backup format version 2");
+	testutil_assert_contains(fx->err, "unsupported backup format version 3");
 	b[0] = 'X';
 	testutil_write_file(path, b, len);
 	assert_int_equal(load(fx, 9, &got), CHECKPOINT_CORRUPT);
@@ -620,20 +755,26 @@ static void test_a_newer_format_version_is_incompatible(void **state)
 	size_t len;
 	unsigned char *b = saved_sample(fx, 9, path, &len);
 
-	bytes_put_le32(b + 8, 2);
+	bytes_put_le32(b + 8, 3);
 	fix_crc(b, len);
 	testutil_write_file(path, b, len);
-	free(b);
 	assert_int_equal(load(fx, 9, &got), CHECKPOINT_INCOMPATIBLE);
 	testutil_assert_contains(fx->err, path);
 	testutil_assert_contains(fx->err,
-	                         "unsupported backup format version 2 (this build reads 1)");
+	                         "unsupported backup format version 3 (this build reads 2)");
+	/* No version came before 1. */
+	bytes_put_le32(b + 8, 0);
+	fix_crc(b, len);
+	testutil_write_file(path, b, len);
+	assert_int_equal(load(fx, 9, &got), CHECKPOINT_INCOMPATIBLE);
+	testutil_assert_contains(fx->err, "unsupported backup format version 0");
+	free(b);
 }
 
 /* --- Sound files from a buggy or hostile writer --- */
 
-/* Writes a backup of step 9 whose prefix says hlen, with json, payload
- * zero bytes and a sound CRC. */
+/* Writes a backup of step 9 whose prefix says format version 2 and hlen,
+ * with json, payload zero bytes and a sound CRC. */
 static void write_raw(struct fixture *fx, const char *json, size_t payload, uint32_t hlen)
 {
 	char path[PATH_MAX];
@@ -642,7 +783,7 @@ static void write_raw(struct fixture *fx, const char *json, size_t payload, uint
 
 	assert_non_null(b);
 	memcpy(b, MAGIC, sizeof(MAGIC));
-	bytes_put_le32(b + 8, 1);
+	bytes_put_le32(b + 8, 2);
 	bytes_put_le32(b + 12, hlen);
 	/* The header is not NUL-terminated in the file. */
 	for (size_t i = 0; i < jlen; i++)
@@ -666,6 +807,10 @@ static cJSON *good_header(struct fixture *fx)
 	free(b);
 	return h;
 }
+
+/* A model name one byte longer than a backup holds. */
+#define NAME_16  "0123456789abcdef"
+#define NAME_128 NAME_16 NAME_16 NAME_16 NAME_16 NAME_16 NAME_16 NAME_16 NAME_16
 
 struct header_case {
 	const char *key;
@@ -692,7 +837,7 @@ static const struct header_case HEADER_CASES[] = {
     {"momentum", "2", "'momentum' is out of range"},
     {"seed", NULL, "'seed' is missing"},
     {"model", NULL, "'model' is missing"},
-    {"model", "\"a-model-name-longer-than-31-bytes\"", "'model' is longer than 31 bytes"},
+    {"model", "\"" NAME_128 "\"", "'model' is longer than 127 bytes"},
     {"arch_hash", "\"0123456789ABCDEF\"", "'arch_hash' must be 16 lower-case hex digits"},
     {"arch_hash", "\"0123\"", "'arch_hash' must be"},
     {"arch_hash", "\"0123456789abcdef0\"", "'arch_hash' must be"},
@@ -704,7 +849,17 @@ static const struct header_case HEADER_CASES[] = {
     {"global_step", "9", "'global_step' must be"},
     {"seed", "\"18446744073709551616\"", "'seed' must be"},
     {"format", "\"mwj-model\"", "'format' is 'mwj-model'"},
-    {"version", "2", "'version' is 2 but the prefix says 1"},
+    {"version", "1", "'version' is 1 but the prefix says 2"},
+    {"version", "3", "'version' is 3 but the prefix says 2"},
+    {"model_state", NULL, "'model_state' is missing"},
+    {"model_state", "-1", "'model_state' is out of range"},
+    {"model_state", "1099511627777", "'model_state' is out of range"},
+    {"model_state", "1.5", "'model_state'"},
+    {"model_state", "\"24\"", "'model_state'"},
+    {"model_state", "25", "header describes 1000 parameters and 2 state slots"},
+    {"model_state", "23", "header describes 1000 parameters and 2 state slots"},
+    {"model_state", "0", "header describes 1000 parameters and 2 state slots"},
+    {"model_state", "1000000000", "describes 1000000000 floats of model state"},
 };
 
 /* Every field of a header with a sound CRC, damaged one at a time. The
@@ -793,16 +948,18 @@ static const struct checkpoint_run RUN_20 = {3, 20, 60000};
 /* The same with one pass an epoch: 938 steps at 1 worker x 64. */
 static const struct checkpoint_run RUN_PASS = {3, 0, 60000};
 
-/* A backup of step 5 of epoch 2 (0-based 1) of 20-step epochs, 1 x 64. */
+/* A backup of step 5 of epoch 2 (0-based 1) of 20-step epochs, 1 x 64,
+ * with an accuracy and a mean squared error. */
 static struct train_position sound_position(void)
 {
-	return (struct train_position){.epoch = 1,
-	                               .step = 5,
-	                               .global_step = 25,
-	                               .examples = 25 * 64,
-	                               .world = 1,
-	                               .batch_size = 64,
-	                               .sums = {5 * 64 * 0.7, 200, 5 * 64}};
+	return (struct train_position){
+	    .epoch = 1,
+	    .step = 5,
+	    .global_step = 25,
+	    .examples = 25 * 64,
+	    .world = 1,
+	    .batch_size = 64,
+	    .sums = {.loss_sum = 5 * 64 * 0.7, .count = 5 * 64, .sums = {200, 3.5}}};
 }
 
 static void far_step(struct train_position *p)
@@ -847,11 +1004,39 @@ static void too_many_examples(struct train_position *p)
 static void sums_of_no_steps(struct train_position *p)
 {
 	p->sums.count = 0;
-	p->sums.correct = 0;
+	p->sums.sums[0] = 0;
 }
-static void more_right_than_seen(struct train_position *p)
+/* A sum of squared errors may well exceed the examples seen. */
+static void a_metric_above_the_count(struct train_position *p)
 {
-	p->sums.correct = 321;
+	p->sums.sums[1] = 1e6;
+}
+static void a_negative_metric(struct train_position *p)
+{
+	p->sums.sums[1] = -0.5;
+}
+static void a_nan_metric(struct train_position *p)
+{
+	p->sums.sums[2] = nan("");
+}
+static void an_infinite_metric(struct train_position *p)
+{
+	p->sums.sums[3] = INFINITY;
+}
+static void an_infinite_count(struct train_position *p)
+{
+	p->sums.count = INFINITY;
+}
+/* At the start of an epoch every sum is 0, the metrics' too. */
+static void a_metric_at_step_0(struct train_position *p)
+{
+	p->step = 0;
+	p->sums = (struct metrics){.sums = {0, 0, 0, 1}};
+}
+static void nothing_at_step_0(struct train_position *p)
+{
+	p->step = 0;
+	p->sums = (struct metrics){0};
 }
 static void a_nan_loss(struct train_position *p)
 {
@@ -896,7 +1081,13 @@ static const struct position_case POSITION_CASES[] = {
     {examples_without_steps, &RUN_20, "0 steps cannot have taken 64 examples"},
     {too_many_examples, &RUN_20, "cannot have taken 18446744073709551615 examples"},
     {sums_of_no_steps, &RUN_20, "running sums"},
-    {more_right_than_seen, &RUN_20, "321 right of 320 examples"},
+    {a_metric_above_the_count, &RUN_20, NULL},
+    {a_negative_metric, &RUN_20, "metrics 200 -0.5 0 0 over 320 examples"},
+    {a_nan_metric, &RUN_20, "metrics 200 3.5 nan 0 over 320 examples"},
+    {an_infinite_metric, &RUN_20, "metrics 200 3.5 0 inf over 320 examples"},
+    {an_infinite_count, &RUN_20, "over inf examples"},
+    {a_metric_at_step_0, &RUN_20, "metrics 0 0 0 1 over 0 examples) do not fit its 0 step(s)"},
+    {nothing_at_step_0, &RUN_20, NULL},
     {a_nan_loss, &RUN_20, "running sums (loss nan"},
     {a_negative_loss, &RUN_20, "running sums (loss -1"},
     {sums_at_step_0, &RUN_20, "do not fit its 0 step(s)"},
@@ -928,6 +1119,172 @@ static void test_a_position_no_run_could_reach_is_refused_saying_why(void **stat
 	char err[ERR_LEN];
 	assert_int_equal(checkpoint_check_position(&start, &RUN_20, err), 0);
 	assert_int_equal(checkpoint_check_position(&done, &RUN_20, err), 0);
+}
+
+/* --- Backups of mwj 0.1 --- */
+
+/* The sums mwj 0.1 kept: loss, examples predicted right, examples. */
+static const double V1_SUMS[3] = {224.0625, 200.0, 320.0};
+
+/* The bytes of a backup as mwj 0.1 wrote it (format version 1), built
+ * here rather than by checkpoint_save: step 5 of epoch 2 at 1 x 64 of
+ * want()'s model with fx's params and, for opt with nslots slots, fx's
+ * optimizer state. The header is what its header_json printed, key for
+ * key; the body is sums (3 doubles as 0.1 wrote them, or 6 for a file
+ * that mixes the versions), params, slots, CRC. The caller frees it. */
+static unsigned char *v1_backup(const struct fixture *fx, const char *opt, int nslots, int nsums,
+                                size_t *len)
+{
+	char json[1024];
+	const double sums6[METRICS_WORDS] = {V1_SUMS[0], V1_SUMS[2], V1_SUMS[1]};
+	const double *sums = nsums == 3 ? V1_SUMS : sums6;
+	int jlen = snprintf(json, sizeof(json),
+	                    "{\"format\":\"mwj-backup\",\"version\":1,\"model\":\"cnn\","
+	                    "\"arch_hash\":\"0123456789abcdef\",\"num_params\":%d,"
+	                    "\"optimizer\":\"%s\",\"state_slots\":%d,\"iterations\":\"25\","
+	                    "\"learning_rate\":0.001,\"momentum\":%s,\"seed\":\"42\",\"world\":1,"
+	                    "\"batch_size\":64,\"epoch\":1,\"step\":5,\"global_step\":\"25\","
+	                    "\"examples\":\"1600\"}",
+	                    N, opt, nslots, nslots == 1 ? "0.9" : "0");
+	size_t params_len = N * sizeof(float), at = PREFIX_LEN;
+
+	assert_true(jlen > 0 && (size_t)jlen < sizeof(json));
+	*len = PREFIX_LEN + (size_t)jlen + (size_t)nsums * 8 + params_len * (1 + nslots) + 4;
+	unsigned char *b = malloc(*len);
+	assert_non_null(b);
+	memcpy(b, MAGIC, sizeof(MAGIC));
+	bytes_put_le32(b + 8, 1);
+	bytes_put_le32(b + 12, (uint32_t)jlen);
+	memcpy(b + at, json, (size_t)jlen);
+	at += (size_t)jlen;
+	memcpy(b + at, sums, (size_t)nsums * 8);
+	at += (size_t)nsums * 8;
+	memcpy(b + at, fx->params, params_len);
+	at += params_len;
+	memcpy(b + at, fx->state, params_len * (size_t)nslots);
+	fix_crc(b, *len);
+	return b;
+}
+
+static void write_v1(struct fixture *fx, const char *opt, int nslots, int nsums)
+{
+	char path[PATH_MAX];
+	size_t len;
+	unsigned char *b = v1_backup(fx, opt, nslots, nsums, &len);
+
+	path_of(fx, 9, path);
+	testutil_write_file(path, b, len);
+	free(b);
+}
+
+/* A run of mwj 0.1 goes on after an upgrade: every field comes back, the
+ * accuracy's sum as the first metric's, and the position is one the run
+ * can take up. */
+static void test_a_version_1_backup_of_mwj_0_1_is_restored(void **state)
+{
+	struct fixture *fx = *state;
+	struct checkpoint got;
+	char path[PATH_MAX];
+
+	(void)sample(fx, 9); /* the values to write, in fx's buffers */
+	write_v1(fx, "adam", 2, 3);
+	path_of(fx, 9, path);
+	got = want(fx);
+	got.nstate = 0;
+	got.model_state = NULL;
+	memset(fx->got_state, 0xff, sizeof(fx->got_state));
+	assert_int_equal(checkpoint_load(path, &got, fx->err), 0);
+	assert_memory_equal(fx->got_params, fx->params, sizeof(fx->params));
+	assert_memory_equal(fx->got_state, fx->state, 2 * N * sizeof(float));
+	assert_true(bytes_f64_bits(got.pos.sums.loss_sum) == bytes_f64_bits(V1_SUMS[0]));
+	assert_true(bytes_f64_bits(got.pos.sums.sums[0]) == bytes_f64_bits(V1_SUMS[1]));
+	assert_true(bytes_f64_bits(got.pos.sums.count) == bytes_f64_bits(V1_SUMS[2]));
+	for (int i = 1; i < METRICS_MAX; i++)
+		assert_true(bytes_f64_bits(got.pos.sums.sums[i]) == 0);
+	assert_int_equal(got.pos.epoch, 1);
+	assert_int_equal(got.pos.step, 5);
+	assert_true(got.pos.global_step == 25);
+	assert_true(got.pos.examples == 1600);
+	assert_int_equal(got.pos.world, 1);
+	assert_int_equal(got.pos.batch_size, 64);
+	assert_true(got.seed == 42 && got.iterations == 25);
+	assert_true(bytes_f64_bits(got.learning_rate) == bytes_f64_bits(0.001));
+	assert_string_equal(got.model, "cnn");
+	assert_null(got.model_state);
+	assert_int_equal(checkpoint_check_position(&got.pos, &RUN_20, fx->err), 0);
+	assert_true(metrics_mean(&got.pos.sums, 0) == 200.0 / 320.0);
+}
+
+static void test_a_version_1_backup_with_sgd_momentum_is_restored(void **state)
+{
+	struct fixture *fx = *state;
+	struct checkpoint got;
+	char path[PATH_MAX];
+
+	(void)sample(fx, 9);
+	write_v1(fx, "sgd", 1, 3);
+	path_of(fx, 9, path);
+	got = want(fx);
+	got.nstate = 0;
+	got.model_state = NULL;
+	got.optimizer = OPT_SGD;
+	got.nslots = 1;
+	assert_int_equal(checkpoint_load(path, &got, fx->err), 0);
+	assert_memory_equal(fx->got_params, fx->params, sizeof(fx->params));
+	assert_memory_equal(fx->got_state, fx->state, N * sizeof(float));
+	assert_true(bytes_f64_bits(got.momentum) == bytes_f64_bits(0.9));
+}
+
+/* mwj 0.1 had no model state: its backup cannot be of a model with one,
+ * however its other numbers agree. */
+static void test_a_version_1_backup_is_incompatible_with_a_model_with_state(void **state)
+{
+	struct fixture *fx = *state;
+	struct checkpoint got;
+
+	(void)sample(fx, 9);
+	write_v1(fx, "adam", 2, 3);
+	assert_int_equal(load(fx, 9, &got), CHECKPOINT_INCOMPATIBLE);
+	testutil_assert_contains(fx->err, "1000 parameters, 0 floats of state), this run trains "
+	                                  "'cnn' (architecture 0123456789abcdef, 1000 parameters, "
+	                                  "24 floats of state)");
+}
+
+/* A version-1 file is as closely checked as a version-2 one: its length
+ * counts three sums, not six, and its checksum covers it all. */
+static void test_a_damaged_version_1_backup_is_corrupt(void **state)
+{
+	struct fixture *fx = *state;
+	struct checkpoint got;
+	char path[PATH_MAX];
+	size_t len;
+
+	(void)sample(fx, 9);
+	path_of(fx, 9, path);
+	write_v1(fx, "adam", 2, METRICS_WORDS);
+	got = want(fx);
+	got.nstate = 0;
+	assert_int_equal(checkpoint_load(path, &got, fx->err), CHECKPOINT_CORRUPT);
+	testutil_assert_contains(fx->err, "but its header describes 1000 parameters");
+	unsigned char *b = v1_backup(fx, "adam", 2, 3, &len);
+	/* The version, the sums' last byte, the second slot, the CRC. */
+	const size_t at[] = {8, len - 4 - 3 * N * 4 - 1, len - 4 - N * 4, len - 1};
+	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+		b[at[i]] ^= 0x40;
+		testutil_write_file(path, b, len);
+		b[at[i]] ^= 0x40;
+		got = want(fx);
+		got.nstate = 0;
+		int rc = checkpoint_load(path, &got, fx->err);
+		if (rc != CHECKPOINT_CORRUPT)
+			fail_msg("byte %zu: returned %d: %s", at[i], rc, fx->err);
+		testutil_assert_contains(fx->err, "checksum mismatch");
+	}
+	testutil_write_file(path, b, len - 1);
+	got = want(fx);
+	got.nstate = 0;
+	assert_int_equal(checkpoint_load(path, &got, fx->err), CHECKPOINT_CORRUPT);
+	free(b);
 }
 
 /* --- Failing writes --- */
@@ -983,7 +1340,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    TEST(test_a_backup_round_trips_every_field_bitwise),
-	    TEST(test_a_backup_without_optimizer_state_round_trips),
+	    TEST(test_a_backup_without_optimizer_or_model_state_round_trips),
+	    TEST(test_the_six_metric_sums_round_trip_bit_for_bit),
+	    TEST(test_a_backup_with_three_optimizer_slots_round_trips),
 	    TEST(test_the_header_is_readable_json_a_tool_can_use),
 	    TEST(test_list_gives_the_newest_first_and_ignores_other_files),
 	    TEST(test_a_missing_directory_holds_no_backups),
@@ -998,10 +1357,15 @@ int main(void)
 	    TEST(test_a_backup_longer_than_its_header_says_is_corrupt_without_being_read),
 	    TEST(test_a_backup_that_is_not_a_regular_file_is_corrupt),
 	    TEST(test_a_backup_of_another_model_or_optimizer_is_incompatible),
+	    TEST(test_a_backup_of_the_same_architecture_under_another_name_is_restored),
 	    TEST(test_a_backup_of_a_bigger_model_is_incompatible_not_damaged),
 	    TEST(test_a_newer_format_version_is_incompatible),
 	    TEST(test_a_sound_file_with_a_hostile_header_field_is_corrupt),
 	    TEST(test_a_sound_file_with_a_hostile_header_framing_is_corrupt),
+	    TEST(test_a_version_1_backup_of_mwj_0_1_is_restored),
+	    TEST(test_a_version_1_backup_with_sgd_momentum_is_restored),
+	    TEST(test_a_version_1_backup_is_incompatible_with_a_model_with_state),
+	    TEST(test_a_damaged_version_1_backup_is_corrupt),
 	    cmocka_unit_test(test_a_position_no_run_could_reach_is_refused_saying_why),
 	    TEST(test_a_failing_write_leaves_the_previous_backup_intact),
 	};

@@ -166,11 +166,36 @@ static void assert_flags_documented(const char *help, const char *const *flags, 
 static void test_train_help_lists_every_flag_with_its_default(void **state)
 {
 	struct fixture *fx = *state;
+	/* The run's flags, then those of what compile() and the data take. */
 	static const char *const flags[] = {
-	    "--model",         "--epochs",           "--steps-per-epoch", "--batch-size",
-	    "--learning-rate", "--optimizer",        "--momentum",        "--seed",
-	    "--data-dir",      "--validation-steps", "--model-dir",       "--threads",
-	    "--log-format",    "--log-level",        "--log-every",
+	    "--model",
+	    "--epochs",
+	    "--steps-per-epoch",
+	    "--batch-size",
+	    "--learning-rate",
+	    "--optimizer",
+	    "--momentum",
+	    "--seed",
+	    "--data-dir",
+	    "--validation-steps",
+	    "--model-dir",
+	    "--threads",
+	    "--log-format",
+	    "--log-level",
+	    "--log-every",
+	    "--loss",
+	    "--from-logits",
+	    "--metrics",
+	    "--nesterov",
+	    "--beta-1",
+	    "--beta-2",
+	    "--epsilon",
+	    "--weight-decay",
+	    "--rho",
+	    "--centered",
+	    "--initial-accumulator-value",
+	    "--data",
+	    "--rescale",
 	};
 
 	RUN(fx, QUICK_SECONDS, "train", "--help");
@@ -185,7 +210,8 @@ static void test_evaluate_help_lists_its_own_flags_with_defaults(void **state)
 {
 	struct fixture *fx = *state;
 	static const char *const flags[] = {
-	    "--model-dir", "--data-dir", "--batch-size", "--threads", "--log-format", "--log-level",
+	    "--model-dir",  "--data-dir", "--data",       "--rescale",
+	    "--batch-size", "--threads",  "--log-format", "--log-level",
 	};
 
 	RUN(fx, QUICK_SECONDS, "evaluate", "--help");
@@ -303,7 +329,14 @@ static void test_bad_flag_values_are_refused_naming_flag_and_value(void **state)
 	    {"train", "--steps-per-epoch", "0", "out of range", NULL, {NULL}},
 	    {"train", "--validation-steps", "-3", "out of range", NULL, {NULL}},
 	    {"train", "--log-every", "-1", "out of range", NULL, {NULL}},
-	    {"train", "--model", "resnet50", "unknown model", NULL, {NULL}},
+	    {"train", "--model", "resnet50", "unknown model 'resnet50'", NULL, {NULL}},
+	    {"train", "--model", "no/such.json", "No such file or directory", NULL, {NULL}},
+	    {"train", "--loss", "hinge", "not sparse_categorical_crossentropy", NULL, {NULL}},
+	    {"train", "--metrics", "auc", "not a metric mwj computes", "'auc'", {NULL}},
+	    {"train", "--rescale", "0", "a scale of 0", NULL, {NULL}},
+	    {"train", "--rescale", "nan", "not a finite number", NULL, {NULL}},
+	    {"train", "--beta-1", "1.5", "out of range", NULL, {NULL}},
+	    {"train", "--epsilon", "-1", "out of range", NULL, {NULL}},
 	    {"train", "--optimizer", "lamb", "sgd, adam, adamw, adagrad or rmsprop", NULL, {NULL}},
 	    {"train", "--log-format", "xml", "text or json", NULL, {NULL}},
 	    {"train", "--log-level", "loud", "debug, info, warn or error", NULL, {NULL}},
@@ -479,6 +512,43 @@ static void test_a_truncated_data_file_is_named(void **state)
 	assert_string_equal(fx->out, "");
 }
 
+/* Writes an untrained model.mwj of the seed model name (Fashion-MNIST's
+ * shapes) into dir, in-process, recording the loss and metric the
+ * built-in models are compiled with, which evaluate uses again. */
+static void save_model(const char *dir, const char *name)
+{
+	static const struct loss_config loss = {LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, 1};
+	static const enum metric_kind metrics[] = {METRIC_ACCURACY};
+	const struct model_file_info info = {"sgd", 0.001, 64, 1, 1, 0, 42, &loss, 1, metrics, 0};
+	char err[ERR_LEN];
+	struct keras_model km;
+	struct model *m;
+
+	testutil_keras(&km, name, 28, 10);
+	m = model_new(&km, 1, 0, err);
+	if (m == NULL)
+		fail_msg("%s", err);
+	model_init_params(m, &km, 42);
+	if (model_file_save(dir, m, &km, &info, err) < 0)
+		fail_msg("%s", err);
+	model_free(m);
+	keras_model_release(&km);
+}
+
+/* The parameters of the seed model name on Fashion-MNIST. */
+static size_t seed_model_params(const char *name)
+{
+	struct keras_model km;
+	struct model_size size;
+	char err[ERR_LEN];
+
+	testutil_keras(&km, name, 28, 10);
+	if (model_plan(&km, 1, 0, &size, err) < 0)
+		fail_msg("%s", err);
+	keras_model_release(&km);
+	return size.nparams;
+}
+
 /* What the headers of the data say is checked before the data are read:
  * test images of 64x64 for a model of 28x28, or more training images than
  * labels, stop the worker with exit 1 while it holds little memory, not
@@ -486,17 +556,12 @@ static void test_a_truncated_data_file_is_named(void **state)
 static void test_data_of_the_wrong_shape_or_count_is_refused_before_it_is_inflated(void **state)
 {
 	struct fixture *fx = *state;
-	static const struct model_file_info info = {"sgd", 0.001, 64, 1, 1, 10, 42};
-	char model_dir[PATH_MAX], data_dir[PATH_MAX], err[ERR_LEN];
+	char model_dir[PATH_MAX], data_dir[PATH_MAX];
 	const long long limit = 256ll << 20;
-	struct model *m = model_new("cnn", 28, 28, 1, 10, 1, err);
 
-	assert_non_null(m);
-	model_init_params(m, 1);
 	snprintf(model_dir, sizeof(model_dir), "%s/model", fx->dir);
 	snprintf(data_dir, sizeof(data_dir), "%s/data", fx->dir);
-	assert_int_equal(model_file_save(model_dir, m, &info, err), 0);
-	model_free(m);
+	save_model(model_dir, "cnn");
 	assert_int_equal(mkdir(data_dir, 0700), 0);
 	testutil_write_big_split(data_dir, "t10k", 200000, 64, 200000);
 	RUN(fx, QUICK_SECONDS, "evaluate", "--model-dir", model_dir, "--data-dir", data_dir,
@@ -544,7 +609,7 @@ static void test_train_prints_keras_progress_and_saves_a_model_that_evaluates(vo
 	testutil_assert_matches(lines[3], EPOCH_LINE_3);
 	/* Logs went to stderr, as text, and say where the model went. */
 	testutil_assert_matches(fx->err, "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z info +config: "
-	                                 "model=cnn-pool epochs=2 steps_per_epoch=3 ");
+	                                 "model='cnn-pool' epochs=2 steps_per_epoch=3 ");
 	snprintf(saved, sizeof(saved), "model saved to '%s/model.mwj'", model_dir);
 	testutil_assert_contains(fx->err, saved);
 	snprintf(saved, sizeof(saved), "%s/model.mwj", model_dir);
@@ -559,7 +624,11 @@ static void test_train_prints_keras_progress_and_saves_a_model_that_evaluates(vo
 	acc = strtod(strstr(lines[0], " - accuracy: ") + 13, NULL);
 	assert_true(isfinite(loss) && loss > 0);
 	assert_true(acc >= 0 && acc <= 1);
-	testutil_assert_contains(fx->err, "evaluating model cnn-pool");
+	/* The model is named as its Keras file names it (the built-ins'
+	 * "sequential"), and told apart by its size. */
+	snprintf(saved, sizeof(saved), "evaluating model sequential (%zu parameters)",
+	         seed_model_params("cnn-pool"));
+	testutil_assert_contains(fx->err, saved);
 }
 
 /* Every line of stderr is a JSON log event. */
@@ -635,28 +704,13 @@ static void test_json_log_format_prints_only_json_objects(void **state)
 	assert_json_logs(fx->err);
 }
 
-/* Writes an untrained cnn-pool model.mwj into dir, in-process. */
-static void save_model(const char *dir)
-{
-	char err[ERR_LEN];
-	struct model *m = model_new("cnn-pool", 28, 28, 1, 10, 1, err);
-	const struct model_file_info info = {"sgd", 0.001, 64, 1, 1, 0, 42};
-
-	if (m == NULL)
-		fail_msg("%s", err);
-	model_init_params(m, 42);
-	if (model_file_save(dir, m, &info, err) < 0)
-		fail_msg("%s", err);
-	model_free(m);
-}
-
 static void test_log_format_comes_from_the_environment_unless_a_flag_overrides_it(void **state)
 {
 	struct fixture *fx = *state;
 	char env_dir[PATH_MAX + 16];
 	char *lines[4] = {0};
 
-	save_model(fx->dir);
+	save_model(fx->dir, "cnn-pool");
 	/* The model dir from MWJ_MODEL_DIR, the format from MWJ_LOG_FORMAT. */
 	snprintf(env_dir, sizeof(env_dir), "MWJ_MODEL_DIR=%s", fx->dir);
 	run_env(fx, (const char *const[]){env_dir, "MWJ_LOG_FORMAT=json", NULL}, TRAIN_SECONDS,
@@ -686,7 +740,7 @@ static void test_the_openblas_kernels_are_logged_and_a_fallback_corrected(void *
 	const char *better =
 	    getenv("OPENBLAS_CORETYPE") ? NULL : blas_cpu_better_core(picked, blas_cpu_features());
 
-	save_model(fx->dir);
+	save_model(fx->dir, "cnn-pool");
 	snprintf(env_dir, sizeof(env_dir), "MWJ_MODEL_DIR=%s", fx->dir);
 	run_env(fx, (const char *const[]){env_dir, NULL}, TRAIN_SECONDS,
 	        (const char *const[]){"evaluate", "--threads", "1", "--data-dir",
@@ -737,7 +791,7 @@ static void test_evaluate_refuses_a_corrupt_model_file(void **state)
 	int fd;
 	unsigned char byte;
 
-	save_model(fx->dir);
+	save_model(fx->dir, "cnn-pool");
 	snprintf(path, sizeof(path), "%s/model.mwj", fx->dir);
 	assert_int_equal(stat(path, &st), 0);
 	/* Flip one byte in the middle: somewhere in the parameters. */

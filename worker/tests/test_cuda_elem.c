@@ -276,8 +276,8 @@ static void test_optimizer_kernels_match_the_cpu_bit_for_bit(void **state)
 static void test_pixel_kernel_scales_as_the_dataset_does(void **state)
 {
 	struct dataset ds = {.n = 1, .rows = 16, .cols = 16};
-	uint8_t img[256], label = 3, y;
-	float want[256];
+	uint8_t img[256], label = 3;
+	float want[256], y;
 	(void)state;
 
 	for (int i = 0; i < 256; i++)

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 
 #include "dataset.h"
 #include "err.h"
+#include "loss.h"
 #include "testutil.h"
 
 /* order must hold each of 0..n-1 exactly once. */
@@ -133,7 +135,8 @@ static void test_shuffle_draws_every_order_of_three_about_equally(void **state)
 
 static void test_gather_scales_every_pixel_value_exactly_like_keras(void **state)
 {
-	uint8_t pixels[256], label = 3, y = 255;
+	uint8_t pixels[256], label = 3;
+	float y = 255.0f;
 	struct dataset ds = {.n = 1, .rows = 16, .cols = 16, .images = pixels, .labels = &label};
 	float x[256];
 
@@ -152,7 +155,7 @@ static void test_gather_scales_every_pixel_value_exactly_like_keras(void **state
 	}
 	assert_true(x[0] == 0.0f);
 	assert_true(x[255] == 1.0f);
-	assert_int_equal(y, 3);
+	assert_true(y == 3.0f);
 }
 
 /* Five 2x3 images whose pixels encode (example, position). */
@@ -173,19 +176,18 @@ static void tiny_init(struct tiny *t)
 	    .n = 5, .rows = 2, .cols = 3, .images = t->images, .labels = t->labels};
 }
 
-static void assert_example(const float *x, uint8_t y, const struct tiny *t, int e)
+static void assert_example(const float *x, float y, const struct tiny *t, int e)
 {
 	for (int p = 0; p < 6; p++)
 		assert_true(x[p] == (float)t->images[e * 6 + p] / 255.0f);
-	assert_int_equal(y, t->labels[e]);
+	assert_true(y == (float)t->labels[e]);
 }
 
 static void test_gather_picks_the_examples_the_order_names(void **state)
 {
 	struct tiny t;
 	const uint32_t order[5] = {4, 0, 3, 1, 2};
-	float x[3 * 6];
-	uint8_t y[3];
+	float x[3 * 6], y[3];
 
 	(void)state;
 	tiny_init(&t);
@@ -200,19 +202,18 @@ static void test_gather_picks_the_examples_the_order_names(void **state)
 static void test_gather_without_an_order_reads_file_order(void **state)
 {
 	struct tiny t;
-	float x[2 * 6 + 1];
-	uint8_t y[2 + 1];
+	float x[2 * 6 + 1], y[2 + 1];
 
 	(void)state;
 	tiny_init(&t);
 	/* A canary after the batch: gather writes exactly count examples. */
 	x[12] = -7.0f;
-	y[2] = 77;
+	y[2] = 77.0f;
 	dataset_gather(x, y, &t.ds, NULL, 3, 2);
 	assert_example(x, y[0], &t, 3);
 	assert_example(x + 6, y[1], &t, 4);
 	assert_true(x[12] == -7.0f);
-	assert_int_equal(y[2], 77);
+	assert_true(y[2] == 77.0f);
 }
 
 /* The bytes a GPU is sent are the examples, in the order, that the floats
@@ -221,8 +222,8 @@ static void test_stream_gathers_the_same_examples_as_bytes_and_as_floats(void **
 {
 	struct tiny t;
 	struct dataset_stream a, b;
-	float x[4 * 6];
-	uint8_t px[4 * 6], ya[4], yb[4];
+	float x[4 * 6], ya[4], yb[4];
+	uint8_t px[4 * 6];
 
 	(void)state;
 	tiny_init(&t);
@@ -231,7 +232,7 @@ static void test_stream_gathers_the_same_examples_as_bytes_and_as_floats(void **
 	for (uint64_t pos = 0; pos < 12; pos += 3) {
 		dataset_stream_gather(&a, x, ya, pos, 4);
 		dataset_stream_gather_bytes(&b, px, yb, pos, 4);
-		assert_memory_equal(ya, yb, 4);
+		assert_memory_equal(ya, yb, sizeof(ya));
 		for (int i = 0; i < 4 * 6; i++)
 			assert_true(x[i] == (float)px[i] / 255.0f);
 	}
@@ -448,6 +449,140 @@ static void test_load_asks_whether_the_shape_fits_before_reading(void **state)
 
 #define TEST(f) cmocka_unit_test_setup_teardown(f, setup, testutil_fixture_teardown)
 
+/* --- NumPy splits --- */
+
+/* The NumPy fixtures (scripts/make-npy-fixtures.py): set.npz and its
+ * variants hold x_train (6, 4, 3) uint8 0..71, y_train (6,) 0 1 2 0 1 2,
+ * x_test (2, 4, 3) 200.., y_test (2,) 2 1. */
+static const char *npy_fixture(char *buf, size_t len, const char *name)
+{
+	const char *file = __FILE__;
+	const char *slash = strrchr(file, '/');
+
+	snprintf(buf, len, "%.*s/data/npy/%s", slash ? (int)(slash - file) : 1, slash ? file : ".",
+	         name);
+	return buf;
+}
+
+static void test_numpy_splits_load_as_keras_datasets_returns_them(void **state)
+{
+	static const char *const sets[] = {"set.npz", "set_compressed.npz", "set_dir"};
+	char path[PATH_MAX], err[ERR_LEN];
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++) {
+		struct dataset train, test;
+		int has_test = 0;
+		float x[12], y;
+		assert_int_equal(dataset_load_numpy(&train, &test, &has_test,
+		                                    npy_fixture(path, sizeof(path), sets[i]), err),
+		                 0);
+		assert_int_equal(has_test, 1);
+		assert_int_equal(train.n, 6);
+		assert_int_equal(train.x_rank, 2);
+		assert_int_equal(train.x_len, 12);
+		assert_int_equal(train.y_len, 1);
+		assert_int_equal(test.n, 2);
+		/* NumPy values as they are, unless --rescale says otherwise. */
+		dataset_set_rescale(&train, DATASET_RESCALE_NONE);
+		dataset_gather(x, &y, &train, NULL, 4, 1);
+		assert_true(x[0] == 48.0f && x[11] == 59.0f && y == 1.0f);
+		dataset_set_rescale(&test, 0.5f);
+		dataset_gather(x, &y, &test, NULL, 1, 1);
+		assert_true(x[0] == 106.0f && y == 1.0f);
+		dataset_release(&train);
+		dataset_release(&test);
+	}
+}
+
+static void test_a_numpy_split_fits_a_model_of_its_shape_with_a_trailing_axis_of_one(void **state)
+{
+	char path[PATH_MAX], err[ERR_LEN];
+	struct dataset train, test;
+	int has_test;
+	(void)state;
+
+	assert_int_equal(dataset_load_numpy(&train, &test, &has_test,
+	                                    npy_fixture(path, sizeof(path), "set.npz"), err),
+	                 0);
+	assert_int_equal(dataset_check_shape(&train, 2, (const int[]){4, 3}, err), 0);
+	assert_int_equal(dataset_check_shape(&train, 3, (const int[]){4, 3, 1}, err), 0);
+	assert_int_equal(dataset_check_shape(&train, 1, (const int[]){12}, err), -1);
+	testutil_assert_contains(err, "x_train in '");
+	testutil_assert_contains(err, "holds examples of shape (4, 3), but the model takes (12,)");
+	dataset_release(&train);
+	dataset_release(&test);
+}
+
+static void test_targets_out_of_range_for_the_loss_are_refused_naming_the_example(void **state)
+{
+	char path[PATH_MAX], err[ERR_LEN];
+	struct dataset train, test;
+	struct loss_spec two, three;
+	struct loss_config sparse = {LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, 1};
+	int has_test;
+	(void)state;
+
+	assert_int_equal(dataset_load_numpy(&train, &test, &has_test,
+	                                    npy_fixture(path, sizeof(path), "set.npz"), err),
+	                 0);
+	assert_int_equal(loss_resolve(&three, &sparse, 1, 3, 1, NULL, 0, err), 0);
+	assert_int_equal(dataset_check_values(&train, &three, err), 0);
+	/* Labels 0..2 do not fit 2 classes: example 2 holds the first 2. */
+	assert_int_equal(loss_resolve(&two, &sparse, 1, 2, 1, NULL, 0, err), 0);
+	assert_int_equal(dataset_check_values(&train, &two, err), -1);
+	testutil_assert_contains(err, "y_train in '");
+	testutil_assert_contains(err, "example 2: label 2 is not a class 0..1");
+	dataset_release(&train);
+	dataset_release(&test);
+}
+
+static void test_a_nan_in_float_inputs_is_refused_naming_the_example(void **state)
+{
+	char dir[] = "/tmp/mwj-test-npy-XXXXXX", path[PATH_MAX + 32], err[ERR_LEN];
+	/* x_train (3, 2) float32 with a NaN in example 1, y_train (3,) float32 */
+	static const float xs[6] = {0.5f, 1.0f, 2.0f, NAN, 3.0f, 4.0f}, ys[3] = {0, 1, 0};
+	struct dataset train, test;
+	struct loss_spec spec;
+	struct loss_config mse = {LOSS_MEAN_SQUARED_ERROR, 0};
+	int has_test;
+	(void)state;
+
+	assert_non_null(mkdtemp(dir));
+	static const char hx[] = "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 2), }";
+	static const char hy[] = "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }";
+	const char *heads[2] = {hx, hy}, *names[2] = {"x_train.npy", "y_train.npy"};
+	const float *data[2] = {xs, ys};
+	size_t sizes[2] = {sizeof(xs), sizeof(ys)};
+	for (int a = 0; a < 2; a++) {
+		/* magic, version 1.0, the header padded with spaces and a
+		 * newline to a multiple of 64 bytes, then the data */
+		unsigned char buf[256] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0};
+		size_t total = (10 + strlen(heads[a]) + 1 + 63) / 64 * 64, h = total - 10;
+		memset(buf + 10, ' ', h);
+		memcpy(buf + 10, heads[a], strlen(heads[a]));
+		buf[total - 1] = '\n';
+		buf[8] = (unsigned char)h;
+		memcpy(buf + total, data[a], sizes[a]);
+		snprintf(path, sizeof(path), "%s/%s", dir, names[a]);
+		testutil_write_file(path, buf, total + sizes[a]);
+	}
+	if (dataset_load_numpy(&train, &test, &has_test, dir, err) < 0)
+		fail_msg("%s", err);
+	assert_int_equal(has_test, 0);
+	assert_int_equal(loss_resolve(&spec, &mse, 0, 1, 1, NULL, 0, err), 0);
+	assert_int_equal(dataset_check_values(&train, &spec, err), -1);
+	testutil_assert_contains(err, "x_train in '");
+	testutil_assert_contains(err, "example 1 holds nan, not a finite number");
+	dataset_release(&train);
+	dataset_release(&test);
+	for (int a = 0; a < 2; a++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[a]);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -467,6 +602,11 @@ int main(void)
 	    TEST(test_load_refuses_another_shape_than_the_model_s_from_the_header),
 	    TEST(test_load_refuses_counts_that_disagree_from_the_headers),
 	    TEST(test_load_asks_whether_the_shape_fits_before_reading),
+	    cmocka_unit_test(test_numpy_splits_load_as_keras_datasets_returns_them),
+	    cmocka_unit_test(
+	        test_a_numpy_split_fits_a_model_of_its_shape_with_a_trailing_axis_of_one),
+	    cmocka_unit_test(test_targets_out_of_range_for_the_loss_are_refused_naming_the_example),
+	    cmocka_unit_test(test_a_nan_in_float_inputs_is_refused_naming_the_example),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

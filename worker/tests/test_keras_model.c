@@ -275,7 +275,9 @@ static void test_builtin_names_are_listed_and_others_refused(void **state)
 
 	assert_string_equal(keras_model_builtin_names(), "cnn, cnn-pool");
 	assert_int_equal(keras_model_builtin(&fx->km, "resnet", fx->err), -1);
-	assert_string_equal(fx->err, "no built-in model 'resnet' (there are cnn, cnn-pool)");
+	assert_string_equal(fx->err,
+	                    "unknown model 'resnet' (built in: cnn, cnn-pool; or the path of "
+	                    "a Keras model file)");
 	assert_null(fx->km.json);
 	assert_int_equal(keras_model_builtin(&fx->km, NULL, fx->err), -1);
 }

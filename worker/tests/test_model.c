@@ -11,15 +11,17 @@
 
 #include "err.h"
 #include "gradcheck.h"
+#include "keras_model.h"
 #include "loss.h"
 #include "model.h"
 #include "parallel.h"
+#include "testutil.h"
 
 enum { B = 3, SIDE = 9, CLASSES = 10 };
 
 static double mean_loss(struct model *m, const float *x, const uint8_t *y)
 {
-	model_forward(m, x, B);
+	model_forward(m, x, B, NULL);
 	return loss_softmax_xent(NULL, model_logits(m), y, B, CLASSES, 0).loss / B;
 }
 
@@ -70,20 +72,18 @@ static uint64_t kink_pattern(const struct model *m)
  * (and counted): there the difference quotient is not a derivative. */
 static void check_model_gradients(const char *name)
 {
-	char err[ERR_LEN];
-	struct model *m = model_new(name, SIDE, SIDE, 1, CLASSES, B, err);
+	struct model *m = testutil_model(name, SIDE, CLASSES, B, 123);
 	float x[B * SIDE * SIDE];
 	uint8_t y[B] = {1, 7, 4};
 	const float h = 5e-4f;
 	int checked = 0, skipped = 0, bad = 0;
 
 	assert_non_null(m);
-	model_init_params(m, 123);
 	/* Non-zero biases, so that their gradients matter too. */
 	for (int i = 0; i < m->nlayers; i++)
 		fill_uniform(m->params + m->layers[i].b_off, m->layers[i].b_len, -0.1f, 0.1f, i);
 	fill_uniform(x, B * SIDE * SIDE, 0, 1, 77);
-	model_forward(m, x, B);
+	model_forward(m, x, B, NULL);
 	uint64_t base = kink_pattern(m);
 	loss_softmax_xent(m->dlogits, model_logits(m), y, B, CLASSES, 1.0f / B);
 	model_backward(m, x, B, NULL, NULL);
@@ -142,8 +142,7 @@ static void test_cnn_pool_gradients_match_finite_differences(void **state)
 
 static void test_cnn_has_the_tutorial_shapes_and_parameter_count(void **state)
 {
-	char err[ERR_LEN];
-	struct model *m = model_new("cnn", 28, 28, 1, 10, 64, err);
+	struct model *m = testutil_model("cnn", 28, 10, 64, 0);
 	(void)state;
 
 	assert_non_null(m);
@@ -153,7 +152,7 @@ static void test_cnn_has_the_tutorial_shapes_and_parameter_count(void **state)
 	assert_string_equal(
 	    m->desc, "input 28x28x1; conv2d 3x3x1->32 relu; dense 21632->128 relu; dense 128->10");
 	model_free(m);
-	m = model_new("cnn-pool", 28, 28, 1, 10, 64, err);
+	m = testutil_model("cnn-pool", 28, 10, 64, 0);
 	assert_non_null(m);
 	/* conv 320, pool 0, dense 5408*64+64 = 346176, dense 650. */
 	assert_int_equal(m->nparams, 320 + 346176 + 650);
@@ -162,11 +161,9 @@ static void test_cnn_has_the_tutorial_shapes_and_parameter_count(void **state)
 
 static void test_glorot_init_is_bounded_zero_mean_and_biases_zero(void **state)
 {
-	char err[ERR_LEN];
-	struct model *m = model_new("cnn", 28, 28, 1, 10, 1, err);
+	struct model *m = testutil_model("cnn", 28, 10, 1, 7);
 	(void)state;
 
-	model_init_params(m, 7);
 	for (int i = 0; i < m->nlayers; i++) {
 		const struct layer *l = &m->layers[i];
 		double fan_in = l->kind == LAYER_CONV2D ? 9.0 : (double)l->in_len;
@@ -188,17 +185,23 @@ static void test_glorot_init_is_bounded_zero_mean_and_biases_zero(void **state)
 	model_free(m);
 }
 
-static void test_model_new_rejects_unknown_names_and_tiny_inputs(void **state)
+static void test_model_new_rejects_inputs_too_small_naming_the_layer(void **state)
 {
+	struct keras_model *km = calloc(1, sizeof(*km));
 	char err[ERR_LEN];
 	(void)state;
 
-	assert_null(model_new("resnet", 28, 28, 1, 10, 1, err));
-	assert_non_null(strstr(err, "unknown model 'resnet'"));
-	assert_null(model_new("cnn", 2, 28, 1, 10, 1, err));
-	assert_non_null(strstr(err, "smaller than the 3x3 kernel"));
-	assert_null(model_new("cnn-pool", 3, 3, 1, 10, 1, err));
-	assert_non_null(strstr(err, "too small to pool"));
+	testutil_keras(km, "cnn", 2, 10);
+	assert_null(model_new(km, 1, 0, err));
+	assert_string_equal(err, "model 'cnn': layer 'conv2d' (Conv2D): a 3x3 kernel does not fit "
+	                         "a 2x2 input with \"valid\" padding");
+	keras_model_release(km);
+	testutil_keras(km, "cnn-pool", 3, 10);
+	assert_null(model_new(km, 1, 0, err));
+	assert_non_null(strstr(err, "layer 'max_pooling2d' (MaxPooling2D): a 2x2 pool does not fit "
+	                            "a 1x1 input"));
+	keras_model_release(km);
+	free(km);
 }
 
 /* Counts, per parameter, how often its gradient was reported final. */
@@ -221,14 +224,13 @@ static void record_slice(void *ctx, const struct grad_slice *s)
 static void expect_each_gradient_reported_once(int threads)
 {
 	char err[ERR_LEN];
-	struct model *m = model_new("cnn-pool", 28, 28, 1, 10, 8, err);
+	struct model *m = testutil_model("cnn-pool", 28, 10, 8, 1);
 	float x[8 * 784];
 	struct reports r = {calloc(m->nparams, 1), 0};
 
 	assert_int_equal(parallel_init(threads, err), 0);
-	model_init_params(m, 1);
 	fill_uniform(x, 8 * 784, 0, 1, 5);
-	model_forward(m, x, 8);
+	model_forward(m, x, 8, NULL);
 	fill_uniform(m->dlogits, 8 * 10, -1, 1, 6);
 	model_backward(m, x, 8, record_slice, &r);
 	for (size_t i = 0; i < m->nparams; i++)
@@ -251,11 +253,9 @@ static void test_backward_reports_every_gradient_exactly_once(void **state)
 enum { GB = 16 };
 static struct model *cnn_and_batch(float x[GB * 784], uint64_t seed)
 {
-	char err[ERR_LEN];
-	struct model *m = model_new("cnn", 28, 28, 1, 10, GB, err);
+	struct model *m = testutil_model("cnn", 28, 10, GB, 3);
 
 	assert_non_null(m);
-	model_init_params(m, 3);
 	fill_uniform(x, GB * 784, 0, 1, seed);
 	return m;
 }
@@ -264,7 +264,7 @@ static struct model *cnn_and_batch(float x[GB * 784], uint64_t seed)
  * model_backward. */
 static void forward_to_dlogits(struct model *m, const float *x, uint64_t seed)
 {
-	model_forward(m, x, GB);
+	model_forward(m, x, GB, NULL);
 	fill_uniform(m->dlogits, GB * 10, -1, 1, seed);
 }
 
@@ -330,7 +330,7 @@ int main(void)
 	    cmocka_unit_test(test_cnn_pool_gradients_match_finite_differences),
 	    cmocka_unit_test(test_cnn_has_the_tutorial_shapes_and_parameter_count),
 	    cmocka_unit_test(test_glorot_init_is_bounded_zero_mean_and_biases_zero),
-	    cmocka_unit_test(test_model_new_rejects_unknown_names_and_tiny_inputs),
+	    cmocka_unit_test(test_model_new_rejects_inputs_too_small_naming_the_layer),
 	    cmocka_unit_test(test_backward_reports_every_gradient_exactly_once),
 	    cmocka_unit_test(test_three_threads_compute_the_same_gradients_as_one),
 	    cmocka_unit_test(test_backward_onto_zeroed_gradients_equals_overwriting),

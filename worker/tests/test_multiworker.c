@@ -192,14 +192,13 @@ static void logged_digest(const char *err, char hex[DIGEST_HEX_LEN])
 	testutil_assert_matches(hex, "^[0-9a-f]{64}$");
 }
 
-static struct model *load_model(const char *dir)
+/* Reads "<dir>/model.mwj" into f, which the caller releases. */
+static void load_model(const char *dir, struct model_file *f)
 {
 	char err[ERR_LEN];
-	struct model *m = model_file_load(dir, 64, err);
 
-	if (m == NULL)
+	if (model_file_load(dir, 64, f, err) < 0)
 		fail_msg("%s", err);
-	return m;
 }
 
 static int count_entries(const char *dir)
@@ -249,9 +248,10 @@ static void assert_trained_as_one(const struct fixture *fx, int n, const int *ra
 			continue;
 		}
 		testutil_assert_matches(fx->w[i].out, progress);
-		struct model *m = load_model(model_dirs[i]);
-		digest_sha256_hex(m->params, m->nparams * sizeof(float), saved);
-		model_free(m);
+		struct model_file f;
+		load_model(model_dirs[i], &f);
+		digest_sha256_hex(f.model->params, f.model->nparams * sizeof(float), saved);
+		model_file_release(&f);
 		assert_string_equal(saved, chief_hex);
 	}
 }
@@ -348,7 +348,7 @@ static void test_two_workers_train_the_model_one_worker_trains_with_their_global
 {
 	struct fixture *fx = *state;
 	char env[2][512], dirs[4][PATH_MAX];
-	struct model *two = NULL, *one = NULL, *control = NULL;
+	struct model_file two, one, control;
 	double diff, control_diff;
 
 	pick_ports(fx, 2);
@@ -376,17 +376,17 @@ static void test_two_workers_train_the_model_one_worker_trains_with_their_global
 	for (int i = 0; i < 4; i++)
 		assert_exit(fx, i, 0);
 
-	two = load_model(dirs[0]);
-	one = load_model(dirs[2]);
-	control = load_model(dirs[3]);
-	diff = max_abs_diff(two, one);
-	control_diff = max_abs_diff(control, one);
+	load_model(dirs[0], &two);
+	load_model(dirs[2], &one);
+	load_model(dirs[3], &control);
+	diff = max_abs_diff(two.model, one.model);
+	control_diff = max_abs_diff(control.model, one.model);
 	print_message("max |w| %.3g; max |diff| 2 workers x 32 vs 1 x 64: %.3g; one step less: "
 	              "%.3g; tolerance %.0e\n",
-	              max_abs(one), diff, control_diff, EQUIV_TOLERANCE);
-	model_free(two);
-	model_free(one);
-	model_free(control);
+	              max_abs(one.model), diff, control_diff, EQUIV_TOLERANCE);
+	model_file_release(&two);
+	model_file_release(&one);
+	model_file_release(&control);
 	assert_true(diff <= EQUIV_TOLERANCE);
 	assert_true(control_diff > 10 * EQUIV_TOLERANCE);
 }
@@ -517,15 +517,18 @@ static void start_with_flaky_peer(struct fixture *fx, char env[2][512], enum fla
 	                   .learning_rate = FLAKY_LR,
 	                   .momentum = 0.0};
 	char err[ERR_LEN];
-	size_t nparams;
+	struct keras_model km;
+	struct model_size size;
 
-	assert_int_equal(model_plan(FLAKY_MODEL, FASHION_SIDE, FASHION_SIDE, 1, DATASET_CLASSES,
-	                            FLAKY_BATCH, &nparams, &me.arch_hash, err),
-	                 0);
+	testutil_keras(&km, FLAKY_MODEL, FASHION_SIDE, DATASET_CLASSES);
+	if (model_plan(&km, FLAKY_BATCH, 0, &size, err) < 0)
+		fail_msg("%s", err);
+	keras_model_release(&km);
+	me.arch_hash = size.arch_hash;
 	pick_ports(fx, 2);
 	for (int i = 0; i < 2; i++)
 		tf_config_env(env[i], sizeof(env[i]), fx, 0, 2, "worker", i);
-	fx->flaky = flaky_peer_start(strchr(env[1], '=') + 1, &me, mode, nparams, err);
+	fx->flaky = flaky_peer_start(strchr(env[1], '=') + 1, &me, mode, size.nparams, err);
 	if (fx->flaky == NULL)
 		fail_msg("flaky peer: %s", err);
 	start(fx, 0, ENV(env[0]), args);

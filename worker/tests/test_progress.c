@@ -1,5 +1,7 @@
 /* test_progress.c - the trainer's stdout: Keras fit(verbose=1) lines, the
- * live bar on a terminal, and the JSON twin.
+ * live bar on a terminal, and the JSON twin, with the loss and whatever
+ * metrics compile() asked for (none, one, up to four), named as Keras
+ * names them.
  *
  * Expected bars come from a port of Keras' Progbar.update (keras_bar below),
  * pinned by a few literal strings. Timings are never asserted, only their
@@ -24,6 +26,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "err.h"
+#include "loss.h"
 #include "metrics.h"
 #include "progress.h"
 #include "testutil.h"
@@ -118,10 +122,23 @@ static void keras_bar(char *buf, size_t len, long current, long target)
 	buf[n] = '\0';
 }
 
+/* compile(metrics=...): nothing, ["accuracy"], and four (the most a spec
+ * holds), the last with the longest names Keras gives, to show a line
+ * never runs out of room. progress reads only the names. */
+static const struct loss_spec NO_METRICS = {.nmetrics = 0};
+static const struct loss_spec ACCURACY = {.nmetrics = 1, .names = {"accuracy"}};
+static const struct loss_spec FOUR_METRICS = {
+    .nmetrics = 4,
+    .names = {"accuracy", "mean_squared_error", "mean_absolute_error", "binary_accuracy"}};
+static const struct loss_spec LONGEST_NAMES = {
+    .nmetrics = 4,
+    .names = {"sparse_categorical_accuracy", "categorical_accuracy", "mean_absolute_error",
+              "mean_squared_error"}};
+
 /* Metrics whose mean loss and accuracy are exactly loss and acc. */
 static struct metrics metrics_of(double loss, double acc)
 {
-	return (struct metrics){.loss_sum = loss, .correct = acc, .count = 1};
+	return (struct metrics){.loss_sum = loss, .count = 1, .sums = {acc}};
 }
 
 static void test_keras_bar_port_matches_literal_keras_output(void **state)
@@ -157,12 +174,12 @@ static void test_lines_mode_prints_the_epoch_header_and_one_keras_line(void **st
 
 	(void)state;
 	capture_open(&c);
-	progress_init(&p, c.f, 0, 0, 32);
+	progress_init(&p, c.f, 0, 0, 32, &ACCURACY);
 	assert_int_equal(p.mode, PROGRESS_LINES);
 	progress_epoch_begin(&p, 1, 3, 70, 0);
 	for (long step = 1; step <= 70; step++) {
 		run.loss_sum += 32 * 0.5123;
-		run.correct += 32 * 0.825;
+		run.sums[0] += 32 * 0.825;
 		run.count += 32;
 		progress_step(&p, step, step, &run);
 	}
@@ -186,11 +203,11 @@ static void test_lines_mode_with_every_prints_partial_bars_with_an_eta(void **st
 
 	(void)state;
 	capture_open(&c);
-	progress_init(&p, c.f, 0, 7, 32);
+	progress_init(&p, c.f, 0, 7, 32, &ACCURACY);
 	progress_epoch_begin(&p, 2, 3, 70, 0);
 	for (long step = 1; step <= 70; step++) {
 		run.loss_sum += 32 * 0.25;
-		run.correct += 16;
+		run.sums[0] += 16;
 		run.count += 32;
 		progress_step(&p, step, 70 + step, &run);
 	}
@@ -229,7 +246,7 @@ static void test_bar_matches_keras_progbar_at_every_step(void **state)
 		char *text;
 
 		capture_open(&c);
-		progress_init(&p, c.f, 0, 1, 32);
+		progress_init(&p, c.f, 0, 1, 32, &ACCURACY);
 		progress_epoch_begin(&p, 1, 1, target, 0);
 		for (long step = 1; step <= target; step++)
 			progress_step(&p, step, step, &run);
@@ -272,7 +289,7 @@ static void test_metrics_print_four_decimals_or_scientific_when_tiny(void **stat
 		const char *text;
 
 		capture_open(&c);
-		progress_init(&p, c.f, 0, 0, 32);
+		progress_init(&p, c.f, 0, 0, 32, &ACCURACY);
 		progress_epoch_begin(&p, 1, 1, 5, 0);
 		progress_epoch_end(&p, 5, &m, &m);
 		text = capture_text(&c);
@@ -294,12 +311,155 @@ static void test_evaluate_prints_one_keras_line_with_test_metrics(void **state)
 
 	(void)state;
 	capture_open(&c);
-	progress_init(&p, c.f, 0, 0, 64);
+	progress_init(&p, c.f, 0, 0, 64, &ACCURACY);
 	progress_evaluate_end(&p, 157, &m);
 	assert_int_equal(split_lines(capture_text(&c), lines, 2), 1);
 	testutil_assert_matches(lines[0], "^157/157 \\[={30}\\]" FINAL_TIME
 	                                  " - loss: 0\\.3456 - accuracy: 0\\.8765$");
 	capture_close(&c);
+}
+
+/* The sums of ten thousand examples: loss 0.5123 and, in the spec's order,
+ * 0.8210, 0.0123, 0.0005 (tiny: scientific) and 0.9375; for validation,
+ * 0.6100 and 0.7812, 0.0250, 0.0003, 0.8750. */
+static const struct metrics FOUR_RUN = {
+    .loss_sum = 5123, .count = 10000, .sums = {8210, 123, 5, 9375}};
+static const struct metrics FOUR_VAL = {
+    .loss_sum = 6100, .count = 10000, .sums = {7812, 250, 3, 8750}};
+
+/* compile() without metrics: Keras prints the loss alone, and so does a
+ * progress given no spec. */
+static void test_a_loss_without_metrics_prints_the_loss_alone(void **state)
+{
+	const struct loss_spec *specs[] = {&NO_METRICS, NULL};
+	struct metrics run = metrics_of(0.5, 0.25), val = metrics_of(0.61, 0.75);
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+		struct capture c;
+		struct progress p;
+		char lines[4][LINE_MAX_LEN];
+
+		capture_open(&c);
+		progress_init(&p, c.f, 0, 2, 32, specs[i]);
+		progress_epoch_begin(&p, 1, 1, 3, 0);
+		for (long step = 1; step <= 3; step++)
+			progress_step(&p, step, step, &run);
+		progress_epoch_end(&p, 3, &run, &val);
+		progress_evaluate_end(&p, 5, &val);
+		assert_int_equal(split_lines(capture_text(&c), lines, 4), 4);
+		testutil_assert_matches(lines[1], "^2/3 \\[=+>\\.+\\]" ETA " - loss: 0\\.5000$");
+		testutil_assert_matches(lines[2], "^3/3 \\[={30}\\]" FINAL_TIME
+		                                  " - loss: 0\\.5000 - val_loss: 0\\.6100$");
+		testutil_assert_matches(lines[3],
+		                        "^5/5 \\[={30}\\]" FINAL_TIME " - loss: 0\\.6100$");
+		capture_close(&c);
+	}
+}
+
+/* Several metrics follow the loss in compile()'s order, each by its name
+ * and with its own sum, and again with val_ after the validation loss. */
+static void test_several_metrics_print_in_order_by_their_names(void **state)
+{
+	struct capture c;
+	struct progress p;
+	const struct metrics *run = &FOUR_RUN, *val = &FOUR_VAL;
+	char lines[4][LINE_MAX_LEN];
+
+	(void)state;
+	capture_open(&c);
+	progress_init(&p, c.f, 0, 4, 32, &FOUR_METRICS);
+	progress_epoch_begin(&p, 1, 2, 8, 0);
+	for (long step = 1; step <= 8; step++)
+		progress_step(&p, step, step, run);
+	progress_epoch_end(&p, 8, run, val);
+	progress_evaluate_end(&p, 3, val);
+	assert_int_equal(split_lines(capture_text(&c), lines, 4), 4);
+	testutil_assert_matches(lines[1],
+	                        "^4/8 \\[=+>\\.+\\]" ETA " - loss: 0\\.5123 - accuracy: 0\\.8210"
+	                        " - mean_squared_error: 0\\.0123"
+	                        " - mean_absolute_error: 5\\.0000e-04"
+	                        " - binary_accuracy: 0\\.9375$");
+	testutil_assert_matches(lines[2], "^8/8 \\[={30}\\]" FINAL_TIME
+	                                  " - loss: 0\\.5123 - accuracy: 0\\.8210"
+	                                  " - mean_squared_error: 0\\.0123"
+	                                  " - mean_absolute_error: 5\\.0000e-04"
+	                                  " - binary_accuracy: 0\\.9375"
+	                                  " - val_loss: 0\\.6100 - val_accuracy: 0\\.7812"
+	                                  " - val_mean_squared_error: 0\\.0250"
+	                                  " - val_mean_absolute_error: 3\\.0000e-04"
+	                                  " - val_binary_accuracy: 0\\.8750$");
+	testutil_assert_matches(lines[3], "^3/3 \\[={30}\\]" FINAL_TIME
+	                                  " - loss: 0\\.6100 - accuracy: 0\\.7812"
+	                                  " - mean_squared_error: 0\\.0250"
+	                                  " - mean_absolute_error: 3\\.0000e-04"
+	                                  " - binary_accuracy: 0\\.8750$");
+	capture_close(&c);
+}
+
+/* The longest line there can be: four metrics with the longest names, and
+ * their val_ twins, after a six-digit bar. It is printed whole. */
+static void test_the_longest_line_is_printed_whole(void **state)
+{
+	struct capture c;
+	struct progress p;
+	const struct metrics *run = &FOUR_RUN;
+	char lines[2][LINE_MAX_LEN];
+
+	(void)state;
+	capture_open(&c);
+	progress_init(&p, c.f, 0, 0, 32, &LONGEST_NAMES);
+	progress_epoch_begin(&p, 100, 100, 999999, 0);
+	progress_epoch_end(&p, 99999900, run, run);
+	assert_int_equal(split_lines(capture_text(&c), lines, 2), 2);
+	testutil_assert_matches(lines[1],
+	                        "^999999/999999 \\[={30}\\]" FINAL_TIME
+	                        " - loss: 0\\.5123 - sparse_categorical_accuracy: 0\\.8210"
+	                        " - categorical_accuracy: 0\\.0123"
+	                        " - mean_absolute_error: 5\\.0000e-04"
+	                        " - mean_squared_error: 0\\.9375"
+	                        " - val_loss: 0\\.5123"
+	                        " - val_sparse_categorical_accuracy: 0\\.8210"
+	                        " - val_categorical_accuracy: 0\\.0123"
+	                        " - val_mean_absolute_error: 5\\.0000e-04"
+	                        " - val_mean_squared_error: 0\\.9375$");
+	capture_close(&c);
+}
+
+/* compile(metrics=["accuracy"]) resolves to the sparse categorical
+ * accuracy for integer labels, and Keras still shows it as "accuracy";
+ * asked for by its own name, it shows that name. */
+static void test_a_metric_shows_the_name_it_was_asked_for(void **state)
+{
+	static const struct {
+		enum metric_kind asked;
+		const char *shows;
+	} cases[] = {
+	    {METRIC_ACCURACY, "accuracy"},
+	    {METRIC_SPARSE_CATEGORICAL_ACCURACY, "sparse_categorical_accuracy"},
+	};
+	const struct loss_config lc = {LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, 1};
+	struct metrics m = metrics_of(0.25, 0.5);
+	char err[ERR_LEN], want[128];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct loss_spec spec;
+		struct capture c;
+		struct progress p;
+		const char *text;
+
+		assert_int_equal(loss_resolve(&spec, &lc, 1, 10, 1, &cases[i].asked, 1, err), 0);
+		assert_int_equal(spec.metrics[0], METRIC_SPARSE_CATEGORICAL_ACCURACY);
+		capture_open(&c);
+		progress_init(&p, c.f, 0, 0, 32, &spec);
+		progress_evaluate_end(&p, 1, &m);
+		text = capture_text(&c);
+		snprintf(want, sizeof(want), " - loss: 0.2500 - %s: 0.5000\n", cases[i].shows);
+		assert_true(strlen(text) > strlen(want));
+		assert_string_equal(text + strlen(text) - strlen(want), want);
+		capture_close(&c);
+	}
 }
 
 static void assert_event(const cJSON *o, const char *event)
@@ -325,12 +485,12 @@ static void test_json_mode_prints_step_and_epoch_objects_only(void **state)
 
 	(void)state;
 	capture_open(&c);
-	progress_init(&p, c.f, 1, 5, 32);
+	progress_init(&p, c.f, 1, 5, 32, &ACCURACY);
 	assert_int_equal(p.mode, PROGRESS_JSON);
 	progress_epoch_begin(&p, 2, 4, 10, 0);
 	for (long step = 1; step <= 10; step++) {
 		run.loss_sum += 32 * (1.0 / step);
-		run.correct += step;
+		run.sums[0] += step;
 		run.count += 32;
 		if (step == 5)
 			at5 = run;
@@ -349,7 +509,7 @@ static void test_json_mode_prints_step_and_epoch_objects_only(void **state)
 	assert_true(testutil_json_number(o, "steps") == 10);
 	assert_true(testutil_json_number(o, "global_step") == 15);
 	assert_true(testutil_json_number(o, "loss") == metrics_loss(&at5));
-	assert_true(testutil_json_number(o, "accuracy") == metrics_accuracy(&at5));
+	assert_true(testutil_json_number(o, "accuracy") == metrics_mean(&at5, 0));
 	assert_true(testutil_json_number(o, "examples") == 160);
 	assert_null(cJSON_GetObjectItemCaseSensitive(o, "val_loss"));
 	assert_timing_fields(o);
@@ -362,7 +522,7 @@ static void test_json_mode_prints_step_and_epoch_objects_only(void **state)
 	assert_true(testutil_json_number(o, "steps") == 10);
 	assert_true(testutil_json_number(o, "global_step") == 20);
 	assert_true(testutil_json_number(o, "loss") == metrics_loss(&run));
-	assert_true(testutil_json_number(o, "accuracy") == metrics_accuracy(&run));
+	assert_true(testutil_json_number(o, "accuracy") == metrics_mean(&run, 0));
 	assert_true(testutil_json_number(o, "val_loss") == 0.75);
 	assert_true(testutil_json_number(o, "val_accuracy") == 0.625);
 	assert_true(testutil_json_number(o, "examples") == 320);
@@ -381,7 +541,7 @@ static void test_json_epoch_without_validation_has_no_val_fields(void **state)
 
 	(void)state;
 	capture_open(&c);
-	progress_init(&p, c.f, 1, 0, 32);
+	progress_init(&p, c.f, 1, 0, 32, &ACCURACY);
 	progress_epoch_begin(&p, 1, 1, 3, 0);
 	for (long step = 1; step <= 3; step++)
 		progress_step(&p, step, step, &run);
@@ -401,13 +561,13 @@ static void test_json_evaluate_prints_one_evaluate_object(void **state)
 {
 	struct capture c;
 	struct progress p;
-	struct metrics m = {.loss_sum = 3456.0, .correct = 8765, .count = 10000};
+	struct metrics m = {.loss_sum = 3456.0, .count = 10000, .sums = {8765}};
 	char lines[2][LINE_MAX_LEN];
 	cJSON *o;
 
 	(void)state;
 	capture_open(&c);
-	progress_init(&p, c.f, 1, 0, 64);
+	progress_init(&p, c.f, 1, 0, 64, &ACCURACY);
 	progress_evaluate_end(&p, 157, &m);
 	assert_int_equal(split_lines(capture_text(&c), lines, 2), 1);
 	o = testutil_json_object(lines[0]);
@@ -419,6 +579,87 @@ static void test_json_evaluate_prints_one_evaluate_object(void **state)
 	assert_null(cJSON_GetObjectItemCaseSensitive(o, "epoch"));
 	assert_timing_fields(o);
 	cJSON_Delete(o);
+	capture_close(&c);
+}
+
+/* Every member of o is one of the names in keys (n of them). */
+static void assert_only_keys(const cJSON *o, const char *const *keys, size_t n)
+{
+	const cJSON *item;
+
+	cJSON_ArrayForEach(item, o)
+	{
+		size_t k = 0;
+		while (k < n && strcmp(item->string, keys[k]) != 0)
+			k++;
+		if (k == n)
+			fail_msg("unexpected member '%s'", item->string);
+	}
+}
+
+static void test_json_without_metrics_has_the_loss_alone(void **state)
+{
+	static const char *const keys[] = {
+	    "event", "epoch",    "epochs",   "step",    "steps",       "global_step",
+	    "loss",  "val_loss", "examples", "seconds", "ms_per_step", "samples_per_sec",
+	};
+	struct capture c;
+	struct progress p;
+	struct metrics run = metrics_of(0.5, 0.25), val = metrics_of(0.75, 0.5);
+	char lines[3][LINE_MAX_LEN];
+
+	(void)state;
+	capture_open(&c);
+	progress_init(&p, c.f, 1, 1, 32, &NO_METRICS);
+	progress_epoch_begin(&p, 1, 1, 2, 0);
+	for (long step = 1; step <= 2; step++)
+		progress_step(&p, step, step, &run);
+	progress_epoch_end(&p, 2, &run, &val);
+	progress_evaluate_end(&p, 4, &val);
+	assert_int_equal(split_lines(capture_text(&c), lines, 3), 3);
+	for (int i = 0; i < 3; i++) {
+		cJSON *o = testutil_json_object(lines[i]);
+		assert_only_keys(o, keys, sizeof(keys) / sizeof(keys[0]));
+		assert_true(testutil_json_number(o, "loss") == (i < 2 ? 0.5 : 0.75));
+		cJSON_Delete(o);
+	}
+	cJSON *o = testutil_json_object(lines[1]);
+	assert_true(testutil_json_number(o, "val_loss") == 0.75);
+	cJSON_Delete(o);
+	capture_close(&c);
+}
+
+/* JSON keys are Keras' history keys: each metric's name, "val_" and it. */
+static void test_json_names_every_metric_as_keras_history_does(void **state)
+{
+	struct capture c;
+	struct progress p;
+	const struct metrics *run = &FOUR_RUN, *val = &FOUR_VAL;
+	char lines[3][LINE_MAX_LEN], key[64];
+
+	(void)state;
+	capture_open(&c);
+	progress_init(&p, c.f, 1, 1, 32, &FOUR_METRICS);
+	progress_epoch_begin(&p, 1, 1, 2, 0);
+	progress_step(&p, 1, 1, run);
+	progress_epoch_end(&p, 2, run, val);
+	progress_evaluate_end(&p, 4, val);
+	assert_int_equal(split_lines(capture_text(&c), lines, 3), 3);
+	for (int l = 0; l < 3; l++) {
+		cJSON *o = testutil_json_object(lines[l]);
+		const struct metrics *m = l < 2 ? run : val;
+		assert_true(testutil_json_number(o, "loss") == metrics_loss(m));
+		for (int i = 0; i < FOUR_METRICS.nmetrics; i++) {
+			assert_true(testutil_json_number(o, FOUR_METRICS.names[i]) ==
+			            metrics_mean(m, i));
+			snprintf(key, sizeof(key), "val_%s", FOUR_METRICS.names[i]);
+			if (l == 1)
+				assert_true(testutil_json_number(o, key) == metrics_mean(val, i));
+			else
+				assert_null(cJSON_GetObjectItemCaseSensitive(o, key));
+		}
+		cJSON_Delete(o);
+	}
 	capture_close(&c);
 }
 
@@ -472,7 +713,7 @@ static void test_terminal_mode_redraws_the_bar_in_place(void **state)
 	tty = fdopen(slave, "w");
 	assert_non_null(tty);
 
-	progress_init(&p, tty, 0, 0, 32);
+	progress_init(&p, tty, 0, 0, 32, &ACCURACY);
 	assert_int_equal(p.mode, PROGRESS_BAR);
 	progress_epoch_begin(&p, 1, 1, 70, 0);
 	/* More than 50 ms since the last draw, so step 7 must be drawn. */
@@ -506,9 +747,15 @@ int main(void)
 	    cmocka_unit_test(test_bar_matches_keras_progbar_at_every_step),
 	    cmocka_unit_test(test_metrics_print_four_decimals_or_scientific_when_tiny),
 	    cmocka_unit_test(test_evaluate_prints_one_keras_line_with_test_metrics),
+	    cmocka_unit_test(test_a_loss_without_metrics_prints_the_loss_alone),
+	    cmocka_unit_test(test_several_metrics_print_in_order_by_their_names),
+	    cmocka_unit_test(test_the_longest_line_is_printed_whole),
+	    cmocka_unit_test(test_a_metric_shows_the_name_it_was_asked_for),
 	    cmocka_unit_test(test_json_mode_prints_step_and_epoch_objects_only),
 	    cmocka_unit_test(test_json_epoch_without_validation_has_no_val_fields),
 	    cmocka_unit_test(test_json_evaluate_prints_one_evaluate_object),
+	    cmocka_unit_test(test_json_without_metrics_has_the_loss_alone),
+	    cmocka_unit_test(test_json_names_every_metric_as_keras_history_does),
 	    cmocka_unit_test(test_terminal_mode_redraws_the_bar_in_place),
 	};
 

@@ -21,6 +21,7 @@
 #include "parallel.h"
 #include "reducer.h"
 #include "rng.h"
+#include "testutil.h"
 
 enum { B = 8, SIDE = 28, CLASSES = 10 };
 
@@ -107,18 +108,16 @@ static void apply(void *ctx, const struct grad_slice *s)
 
 static struct model *make_model(const char *name, float *x, uint8_t *y)
 {
-	char err[ERR_LEN];
-	struct model *m = model_new(name, SIDE, SIDE, 1, CLASSES, B, err);
+	struct model *m = testutil_model(name, SIDE, CLASSES, B, 3);
 	struct rng g;
 
 	assert_non_null(m);
-	model_init_params(m, 3);
 	rng_init(&g, 5, 0);
 	for (size_t i = 0; i < (size_t)B * SIDE * SIDE; i++)
 		x[i] = rng_uniform(&g, 0.0f, 1.0f);
 	for (int i = 0; i < B; i++)
 		y[i] = (uint8_t)(i % CLASSES);
-	model_forward(m, x, B);
+	model_forward(m, x, B, NULL);
 	loss_softmax_xent(m->dlogits, model_logits(m), y, B, CLASSES, 1.0f / B);
 	return m;
 }

@@ -28,6 +28,9 @@
 
 #include "testutil.h"
 
+#include "keras_model.h"
+#include "model.h"
+
 #include "bytes.h"
 
 const char *testutil_data_dir(void)
@@ -507,4 +510,57 @@ const char *testutil_json_string(const cJSON *o, const char *name)
 	if (!cJSON_IsString(v))
 		fail_msg("member '%s' is missing or not a string", name);
 	return v->valuestring;
+}
+
+void testutil_keras(struct keras_model *km, const char *name, int side, int classes)
+{
+	char json[4096], err[ERR_LEN];
+	int pool = strcmp(name, "cnn-pool") == 0;
+	int n;
+
+	if (!pool && strcmp(name, "cnn") != 0)
+		fail_msg("testutil_keras: no model '%s'", name);
+	n = snprintf(json, sizeof(json),
+	             "{\"module\":\"keras\",\"class_name\":\"Sequential\",\"config\":{\"name\":"
+	             "\"%s\",\"layers\":["
+	             "{\"module\":\"keras.layers\",\"class_name\":\"InputLayer\",\"config\":{"
+	             "\"batch_shape\":[null,%d,%d],\"name\":\"input_layer\"}},"
+	             "{\"module\":\"keras.layers\",\"class_name\":\"Reshape\",\"config\":{"
+	             "\"name\":\"reshape\",\"target_shape\":[%d,%d,1]}},"
+	             "{\"module\":\"keras.layers\",\"class_name\":\"Conv2D\",\"config\":{"
+	             "\"name\":\"conv2d\",\"filters\":32,\"kernel_size\":[3,3],"
+	             "\"activation\":\"relu\"}},"
+	             "%s"
+	             "{\"module\":\"keras.layers\",\"class_name\":\"Flatten\",\"config\":{"
+	             "\"name\":\"flatten\"}},"
+	             "{\"module\":\"keras.layers\",\"class_name\":\"Dense\",\"config\":{"
+	             "\"name\":\"dense\",\"units\":%d,\"activation\":\"relu\"}},"
+	             "{\"module\":\"keras.layers\",\"class_name\":\"Dense\",\"config\":{"
+	             "\"name\":\"dense_1\",\"units\":%d}}]}}",
+	             name, side, side, side, side,
+	             pool ? "{\"module\":\"keras.layers\",\"class_name\":\"MaxPooling2D\","
+	                    "\"config\":{\"name\":\"max_pooling2d\",\"pool_size\":[2,2]}},"
+	                  : "",
+	             pool ? 64 : 128, classes);
+	if (n < 0 || (size_t)n >= sizeof(json))
+		fail_msg("testutil_keras: JSON too long");
+	if (keras_model_parse(km, json, (size_t)n, "testutil_keras", err) < 0)
+		fail_msg("testutil_keras: %s", err);
+}
+
+struct model *testutil_model(const char *name, int side, int classes, int max_batch, uint64_t seed)
+{
+	struct keras_model *km = calloc(1, sizeof(*km));
+	char err[ERR_LEN];
+	struct model *m;
+
+	testutil_keras(km, name, side, classes);
+	m = model_new(km, max_batch, 0, err);
+	if (!m)
+		fail_msg("model_new '%s' on %dx%d: %s", name, side, side, err);
+	if (seed)
+		model_init_params(m, km, seed);
+	keras_model_release(km);
+	free(km);
+	return m;
 }

@@ -28,6 +28,17 @@
  * is unset or empty. Never NULL; the string is borrowed. */
 const char *testutil_data_dir(void);
 
+/* The seed models (examples/models) as Keras JSON for square inputs of
+ * side x side and that many classes: "cnn" or "cnn-pool", the layers of
+ * the shipped files. testutil_keras fills km (release it with
+ * keras_model_release) and fails the test if it cannot; testutil_model
+ * builds the model for max_batch examples, its parameters drawn from seed
+ * when seed is not 0, and km, if not NULL, receives the plan too. */
+struct keras_model;
+struct model;
+void testutil_keras(struct keras_model *km, const char *name, int side, int classes);
+struct model *testutil_model(const char *name, int side, int classes, int max_batch, uint64_t seed);
+
 /* --- The mwj-worker binary under test --- */
 
 /* $MWJ_WORKER_BIN ('make test' sets it), for main() to check before running

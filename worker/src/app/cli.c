@@ -38,21 +38,63 @@ enum flag_id {
 	F_DEVICE,
 	F_COLLECTIVE,
 	F_GPUS,
+	F_DATA,
+	F_RESCALE,
+	F_LOSS,
+	F_FROM_LOGITS,
+	F_METRICS,
+	F_NESTEROV,
+	F_BETA_1,
+	F_BETA_2,
+	F_EPSILON,
+	F_WEIGHT_DECAY,
+	F_RHO,
+	F_CENTERED,
+	F_ACCUMULATOR,
 	F_HELP,
 };
 
 static const struct flag TRAIN_FLAGS[] = {
-    {"model", F_MODEL, "NAME", "model to train: cnn or cnn-pool (default: cnn)"},
+    {"model", F_MODEL, "NAME|PATH",
+     "the model: a Keras model file (model.to_json(), a .keras file or its config.json), or "
+     "the name of one shipped in examples/models: cnn or cnn-pool (default: cnn)"},
+    {"loss", F_LOSS, "NAME",
+     "sparse_categorical_crossentropy, categorical_crossentropy, binary_crossentropy, mse or "
+     "mae (default: the model file's compile config)"},
+    {"from-logits", F_FROM_LOGITS, NULL,
+     "the model outputs logits, for the cross-entropies (default: the file's, or false with "
+     "--loss)"},
+    {"metrics", F_METRICS, "LIST",
+     "comma-separated: accuracy, sparse_categorical_accuracy, categorical_accuracy, "
+     "binary_accuracy, mse, mae, or none (default: the model file's)"},
     {"epochs", F_EPOCHS, "N", "epochs to train (default: 1)"},
     {"steps-per-epoch", F_STEPS, "N", "steps per epoch (default: one pass over the data)"},
     {"batch-size", F_BATCH, "N", "examples per step on this worker (default: 64)"},
-    {"learning-rate", F_LR, "X", "learning rate (default: 0.001)"},
+    {"learning-rate", F_LR, "X", "learning rate (default: the file's, or 0.001)"},
     {"optimizer", F_OPTIMIZER, "NAME",
-     "sgd, adam, adamw, adagrad or rmsprop, with Keras 3's rules and defaults (default: sgd)"},
-    {"momentum", F_MOMENTUM, "X", "SGD momentum in [0, 1) (default: 0)"},
+     "sgd, adam, adamw, adagrad or rmsprop, with Keras 3's rules and defaults (default: the "
+     "file's, or sgd)"},
+    {"momentum", F_MOMENTUM, "X", "momentum of sgd or rmsprop, in [0, 1) (default: 0)"},
+    {"nesterov", F_NESTEROV, NULL, "sgd: Nesterov momentum (default: the file's, or off)"},
+    {"beta-1", F_BETA_1, "X", "adam, adamw: beta_1 (default: 0.9)"},
+    {"beta-2", F_BETA_2, "X", "adam, adamw: beta_2 (default: 0.999)"},
+    {"epsilon", F_EPSILON, "X", "adam, adamw, adagrad, rmsprop: epsilon (default: 1e-7)"},
+    {"weight-decay", F_WEIGHT_DECAY, "X",
+     "decoupled weight decay, w -= lr * X * w before each step (default: 0.004 for adamw, "
+     "else 0)"},
+    {"rho", F_RHO, "X", "rmsprop: rho (default: 0.9)"},
+    {"centered", F_CENTERED, NULL, "rmsprop: centered (default: the file's, or off)"},
+    {"initial-accumulator-value", F_ACCUMULATOR, "X",
+     "adagrad: the accumulator's start (default: 0.1)"},
     {"seed", F_SEED, "N", "seed of the initial weights and the data order (default: 42)"},
     {"data-dir", F_DATA_DIR, "DIR",
      "folder of IDX files (default: $MWJ_DATA_DIR or " CLI_DEFAULT_DATA_DIR ")"},
+    {"data", F_DATA, "PATH",
+     "NumPy data instead: a .npz with x_train, y_train and optionally x_test, y_test, or a "
+     "folder of those .npy files (default: $MWJ_DATA)"},
+    {"rescale", F_RESCALE, "X",
+     "multiply every input by X, as Keras' Rescaling (default: 1/255 by division for IDX "
+     "pixels, 1 for NumPy data)"},
     {"validation-steps", F_VAL_STEPS, "N|all",
      "test batches to evaluate after each epoch (default: 0, none)"},
     {"model-dir", F_MODEL_DIR, "DIR",
@@ -94,6 +136,10 @@ static const struct flag EVAL_FLAGS[] = {
     {"data-dir", F_DATA_DIR, "DIR",
      "folder of IDX files; the t10k split is used (default: $MWJ_DATA_DIR or " CLI_DEFAULT_DATA_DIR
      ")"},
+    {"data", F_DATA, "PATH",
+     "NumPy data instead: x_test and y_test of a .npz or a folder of .npy files (default: "
+     "$MWJ_DATA)"},
+    {"rescale", F_RESCALE, "X", "multiply every input by X (default: what training used)"},
     {"batch-size", F_BATCH, "N", "examples per batch (default: 64)"},
     {"threads", F_THREADS, "N", "compute threads (default: the CPUs available)"},
     {"log-format", F_LOG_FORMAT, "FMT", "text or json (default: $MWJ_LOG_FORMAT or text)"},
@@ -182,10 +228,16 @@ static void defaults(struct cli *c)
 	env = getenv("MWJ_MODEL_DIR");
 	if (env && env[0] && strlen(env) < TRAIN_PATH_LEN)
 		strcpy(t->model_dir, env);
+	env = getenv("MWJ_DATA");
+	if (env && env[0] && strlen(env) < TRAIN_PATH_LEN)
+		strcpy(t->data, env);
 	t->save_freq = SAVE_FREQ_EPOCH;
 	memset(&c->eval, 0, sizeof(c->eval));
 	strcpy(c->eval.model_dir, t->model_dir);
 	strcpy(c->eval.data_dir, t->data_dir);
+	strcpy(c->eval.data, t->data);
+	memset(&c->compile, 0, sizeof(c->compile));
+	c->km = NULL;
 	c->eval.batch_size = 64;
 	c->eval.threads = t->threads;
 	c->log_level = LOG_INFO;
@@ -225,15 +277,60 @@ static int apply_flag(void *ctx, int flag, const char *arg, char *err)
 	enum flag_id id = (enum flag_id)flag;
 	struct train_config *t = &c->train;
 	struct eval_config *e = &c->eval;
+	struct compile_flags *k = &c->compile;
 	int train = c->cmd == CLI_TRAIN;
 	int64_t v;
+	double v_double;
 
 	switch (id) {
 	case F_MODEL:
-		if (strlen(arg) >= sizeof(t->model))
-			return err_set(err, "unknown model '%s' (known: %s)", arg, model_names());
-		strcpy(t->model, arg);
+		return set_path(t->model, arg, err);
+	case F_DATA:
+		return set_path(train ? t->data : e->data, arg, err);
+	case F_RESCALE:
+		if (parse_double(arg, -1e9, 1e9, &v_double, err) < 0)
+			return -1;
+		if (v_double == 0.0)
+			return err_set(err, "'%s': a scale of 0 makes every input 0", arg);
+		*(train ? &t->rescale : &e->rescale) = (float)v_double;
 		return 0;
+	case F_LOSS:
+		if (loss_parse(arg, &k->loss) < 0)
+			return err_set(err,
+			               "'%s' is not sparse_categorical_crossentropy, "
+			               "categorical_crossentropy, binary_crossentropy, mse or mae",
+			               arg);
+		k->loss_set = 1;
+		return 0;
+	case F_FROM_LOGITS:
+		k->from_logits = k->from_logits_set = 1;
+		return 0;
+	case F_METRICS:
+		return compile_parse_metrics(k, arg, err);
+	case F_NESTEROV:
+		k->opt.nesterov = k->nesterov_set = 1;
+		return 0;
+	case F_CENTERED:
+		k->opt.centered = k->centered_set = 1;
+		return 0;
+	case F_BETA_1:
+		k->beta_1_set = 1;
+		return parse_double(arg, 0.0, 1.0, &k->opt.beta_1, err);
+	case F_BETA_2:
+		k->beta_2_set = 1;
+		return parse_double(arg, 0.0, 1.0, &k->opt.beta_2, err);
+	case F_EPSILON:
+		k->epsilon_set = 1;
+		return parse_double(arg, 0.0, 1.0, &k->opt.epsilon, err);
+	case F_WEIGHT_DECAY:
+		k->weight_decay_set = 1;
+		return parse_double(arg, 0.0, 1e3, &k->opt.weight_decay, err);
+	case F_RHO:
+		k->rho_set = 1;
+		return parse_double(arg, 0.0, 1.0, &k->opt.rho, err);
+	case F_ACCUMULATOR:
+		k->accumulator_set = 1;
+		return parse_double(arg, 0.0, 1e9, &k->opt.initial_accumulator_value, err);
 	case F_EPOCHS:
 		return parse_int(arg, 1, 1000000, &t->epochs, err);
 	case F_STEPS:
@@ -244,17 +341,20 @@ static int apply_flag(void *ctx, int flag, const char *arg, char *err)
 	case F_BATCH:
 		return parse_int(arg, 1, 65536, train ? &t->batch_size : &e->batch_size, err);
 	case F_LR:
-		return parse_double(arg, 1e-12, 100.0, &t->learning_rate, err);
+		k->lr_set = 1;
+		return parse_double(arg, 1e-12, 100.0, &k->opt.learning_rate, err);
 	case F_OPTIMIZER:
-		if (optimizer_parse(arg, &t->optimizer) < 0)
+		if (optimizer_parse(arg, &k->opt.kind) < 0)
 			return err_set(err, "'%s' is not sgd, adam, adamw, adagrad or rmsprop",
 			               arg);
+		k->optimizer_set = 1;
 		return 0;
 	case F_MOMENTUM:
-		if (parse_double(arg, 0.0, 1.0, &t->momentum, err) < 0)
+		if (parse_double(arg, 0.0, 1.0, &k->opt.momentum, err) < 0)
 			return -1;
-		if (t->momentum >= 1.0)
+		if (k->opt.momentum >= 1.0)
 			return err_set(err, "'%s' is out of range [0, 1)", arg);
+		k->momentum_set = 1;
 		return 0;
 	case F_SEED:
 		return parse_u64(arg, 0, UINT64_MAX, &t->seed, err);
@@ -324,26 +424,29 @@ static int apply_flag(void *ctx, int flag, const char *arg, char *err)
 	return 0;
 }
 
-static int validate(const struct cli *c, char *err)
+/* --model names a built-in model or a file: a name without a slash or a
+ * dot is a built-in's. */
+static int read_model(struct cli *c, char *err)
 {
-	char tmp[ERR_LEN];
-	struct model *m;
+	const char *name = c->train.model;
 
+	c->km = xcalloc(1, sizeof(*c->km));
+	if (strchr(name, '/') == NULL && strchr(name, '.') == NULL)
+		return keras_model_builtin(c->km, name, err);
+	return keras_model_load(c->km, name, err);
+}
+
+static int validate(struct cli *c, char *err)
+{
 	if (c->cmd == CLI_EVALUATE) {
 		if (!c->eval.model_dir[0])
 			return err_set(err, "--model-dir is required (or set MWJ_MODEL_DIR)");
 		return 0;
 	}
-	/* Build the model on a tiny input only to check the name early. */
-	m = model_new(c->train.model, 28, 28, 1, DATASET_CLASSES, 1, tmp);
-	if (!m)
-		return err_set(err, "--model: %s", tmp);
-	model_free(m);
-	if (c->train.momentum > 0 && c->train.optimizer != OPT_SGD &&
-	    c->train.optimizer != OPT_RMSPROP)
-		return err_set(
-		    err, "--momentum %g applies to --optimizer sgd and rmsprop only, not '%s'",
-		    c->train.momentum, optimizer_name(c->train.optimizer));
+	if (read_model(c, err) < 0)
+		return err_prefix(err, "--model");
+	if (compile_apply(&c->train, c->km, &c->compile, err) < 0)
+		return err_prefix(err, "--model '%s'", c->train.model);
 	return 0;
 }
 
@@ -409,6 +512,30 @@ void cli_release(struct cli *c)
 		return;
 	tf_config_release(&c->cluster);
 	job_key_release(&c->key);
+	if (c->km) {
+		keras_model_release(c->km);
+		free(c->km);
+		c->km = NULL;
+	}
+}
+
+/* The loss, metrics and optimizer, as resolved from the file and flags. */
+static void log_config_compile(const struct train_config *t)
+{
+	char metrics[256] = "";
+	const struct optimizer_config *o = &t->opt;
+	size_t n = 0;
+
+	for (int i = 0; i < t->nmetrics && n < sizeof(metrics); i++)
+		n += (size_t)snprintf(metrics + n, sizeof(metrics) - n, "%s%s", i ? "," : "",
+		                      metric_name(t->metrics[i]));
+	log_info("config: loss=%s from_logits=%s metrics=%s rescale=%g optimizer=%s "
+	         "learning_rate=%g momentum=%g nesterov=%d beta_1=%g beta_2=%g epsilon=%g "
+	         "weight_decay=%g rho=%g centered=%d initial_accumulator_value=%g",
+	         loss_name(t->loss.kind), t->loss.from_logits ? "true" : "false",
+	         t->nmetrics ? metrics : "none", (double)t->rescale, optimizer_name(o->kind),
+	         o->learning_rate, o->momentum, o->nesterov, o->beta_1, o->beta_2, o->epsilon,
+	         o->weight_decay, o->rho, o->centered, o->initial_accumulator_value);
 }
 
 void cli_log_config(const struct cli *c)
@@ -418,20 +545,22 @@ void cli_log_config(const struct cli *c)
 	char steps[32] = "one-pass", val[32] = "all";
 
 	if (c->cmd == CLI_EVALUATE) {
-		log_info("config: model_dir='%s' data_dir='%s' batch_size=%d threads=%d",
-		         e->model_dir, e->data_dir, e->batch_size, e->threads);
+		log_info("config: model_dir='%s' data%s='%s' rescale=%g batch_size=%d threads=%d",
+		         e->model_dir, e->data[0] ? "" : "_dir", e->data[0] ? e->data : e->data_dir,
+		         (double)e->rescale, e->batch_size, e->threads);
 		return;
 	}
 	if (t->steps_per_epoch)
 		snprintf(steps, sizeof(steps), "%ld", t->steps_per_epoch);
 	if (t->validation_steps != VALIDATION_ALL)
 		snprintf(val, sizeof(val), "%ld", t->validation_steps);
-	log_info("config: model=%s epochs=%d steps_per_epoch=%s batch_size=%d "
-	         "learning_rate=%g optimizer=%s momentum=%g seed=%" PRIu64 " data_dir='%s' "
+	log_info("config: model='%s' epochs=%d steps_per_epoch=%s batch_size=%d "
+	         "learning_rate=%g optimizer=%s momentum=%g seed=%" PRIu64 " data%s='%s' "
 	         "validation_steps=%s model_dir='%s' threads=%d log_every=%ld",
 	         t->model, t->epochs, steps, t->batch_size, t->learning_rate,
-	         optimizer_name(t->optimizer), t->momentum, t->seed, t->data_dir, val, t->model_dir,
-	         t->threads, t->log_every);
+	         optimizer_name(t->optimizer), t->momentum, t->seed, t->data[0] ? "" : "_dir",
+	         t->data[0] ? t->data : t->data_dir, val, t->model_dir, t->threads, t->log_every);
+	log_config_compile(t);
 	if (t->backup_dir[0]) {
 		char freq[32] = "epoch";
 		if (t->save_freq != SAVE_FREQ_EPOCH)

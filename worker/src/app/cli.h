@@ -13,6 +13,8 @@
 
 #include <stdio.h>
 
+#include "compile_config.h"
+#include "keras_model.h"
 #include "log.h"
 #include "trainer.h"
 
@@ -23,6 +25,8 @@ enum cli_command { CLI_TRAIN, CLI_EVALUATE };
 struct eval_config {
 	char model_dir[TRAIN_PATH_LEN];
 	char data_dir[TRAIN_PATH_LEN];
+	char data[TRAIN_PATH_LEN]; /* NumPy, instead of data_dir */
+	float rescale;             /* 0: what the model file says */
 	int batch_size;
 	int threads;
 	int json;
@@ -35,8 +39,10 @@ struct cli {
 	enum log_level log_level;
 	int log_level_set; /* by flag or environment: not lowered for non-chiefs */
 	enum log_format log_format;
-	struct tf_config cluster; /* train: from TF_CONFIG; world 1 without it */
-	struct job_key key;       /* train: from --job-secret-file; empty without it */
+	struct tf_config cluster;     /* train: from TF_CONFIG; world 1 without it */
+	struct job_key key;           /* train: from --job-secret-file; empty without it */
+	struct compile_flags compile; /* train: the flags that override the file's */
+	struct keras_model *km;       /* train: --model's plan, owned */
 };
 
 /* Parses argv into c. Returns 0 when there is a command to run; 1 when help

@@ -20,12 +20,18 @@ double progress_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-void progress_init(struct progress *p, FILE *out, int json, long every, long batch)
+void progress_init(struct progress *p, FILE *out, int json, long every, long batch,
+                   const struct loss_spec *spec)
 {
 	memset(p, 0, sizeof(*p));
 	p->out = out;
 	p->every = every;
 	p->batch = batch;
+	if (spec) {
+		p->nmetrics = spec->nmetrics < METRICS_MAX ? spec->nmetrics : METRICS_MAX;
+		for (int i = 0; i < p->nmetrics; i++)
+			p->names[i] = spec->names[i];
+	}
 	if (json)
 		p->mode = PROGRESS_JSON;
 	else if (isatty(fileno(out)))
@@ -51,13 +57,19 @@ static int fmt_per_step(char *buf, size_t len, double seconds)
 	return snprintf(buf, len, " %.0fus/step", seconds * 1e6);
 }
 
-static int fmt_metrics(char *buf, size_t len, const char *prefix, const struct metrics *m)
+static int fmt_metrics(char *buf, size_t len, const struct progress *p, const char *prefix,
+                       const struct metrics *m)
 {
-	char loss[32], acc[32];
+	char v[32];
+	int n;
 
-	fmt_value(loss, sizeof(loss), metrics_loss(m));
-	fmt_value(acc, sizeof(acc), metrics_accuracy(m));
-	return snprintf(buf, len, " - %sloss: %s - %saccuracy: %s", prefix, loss, prefix, acc);
+	fmt_value(v, sizeof(v), metrics_loss(m));
+	n = snprintf(buf, len, " - %sloss: %s", prefix, v);
+	for (int i = 0; i < p->nmetrics && n > 0 && (size_t)n < len; i++) {
+		fmt_value(v, sizeof(v), metrics_mean(m, i));
+		n += snprintf(buf + n, len - n, " - %s%s: %s", prefix, p->names[i], v);
+	}
+	return n;
 }
 
 /* "  7/70 [==>...........................]" */
@@ -107,9 +119,9 @@ static void print_text(struct progress *p, long current, const struct metrics *r
 		fmt_eta(line + n, sizeof(line) - n, per_step * (double)(p->target - current));
 		n += (int)strlen(line + n);
 	}
-	n += fmt_metrics(line + n, sizeof(line) - n, "", run);
-	if (val)
-		fmt_metrics(line + n, sizeof(line) - n, "val_", val);
+	n += fmt_metrics(line + n, sizeof(line) - n, p, "", run);
+	if (val && (size_t)n < sizeof(line))
+		fmt_metrics(line + n, sizeof(line) - n, p, "val_", val);
 	if (p->mode == PROGRESS_BAR)
 		fprintf(p->out, "\r%s\033[K%s", line, final ? "\n" : "");
 	else
@@ -135,10 +147,15 @@ static void print_json(struct progress *p, const char *event, long current, long
 		cJSON_AddNumberToObject(o, "steps", (double)current);
 	}
 	cJSON_AddNumberToObject(o, "loss", metrics_loss(run));
-	cJSON_AddNumberToObject(o, "accuracy", metrics_accuracy(run));
+	for (int i = 0; i < p->nmetrics; i++)
+		cJSON_AddNumberToObject(o, p->names[i], metrics_mean(run, i));
 	if (val) {
+		char key[80];
 		cJSON_AddNumberToObject(o, "val_loss", metrics_loss(val));
-		cJSON_AddNumberToObject(o, "val_accuracy", metrics_accuracy(val));
+		for (int i = 0; i < p->nmetrics; i++) {
+			snprintf(key, sizeof(key), "val_%s", p->names[i]);
+			cJSON_AddNumberToObject(o, key, metrics_mean(val, i));
+		}
 	}
 	cJSON_AddNumberToObject(o, "examples", run->count);
 	cJSON_AddNumberToObject(o, "seconds", elapsed);

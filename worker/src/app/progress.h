@@ -12,6 +12,7 @@
 
 #include <stdio.h>
 
+#include "loss.h"
 #include "metrics.h"
 
 enum progress_mode { PROGRESS_BAR, PROGRESS_LINES, PROGRESS_JSON, PROGRESS_QUIET };
@@ -23,14 +24,18 @@ struct progress {
 	long batch;       /* examples per step, for samples/s */
 	const char *what; /* "epoch" or "evaluate" in JSON */
 	int epoch, epochs;
+	int nmetrics; /* shown after the loss, with their names */
+	const char *names[METRICS_MAX];
 	long target;        /* steps in this epoch */
 	long done;          /* steps of it done before it began here (a resumed run) */
 	double start, last; /* seconds, monotonic */
 };
 
 /* Picks the mode: JSON if json, else a live bar if out is a terminal, else
- * plain lines. */
-void progress_init(struct progress *p, FILE *out, int json, long every, long batch);
+ * plain lines. The metrics shown are spec's (NULL: the loss alone), by
+ * their names. */
+void progress_init(struct progress *p, FILE *out, int json, long every, long batch,
+                   const struct loss_spec *spec);
 
 /* Prints "Epoch e/E" (text) and starts the clock. done is how many of the
  * epoch's steps were done before (by a run this one resumes), so that times

@@ -32,7 +32,7 @@ long trainer_eval_steps(const struct dataset *ds, long global_batch, long steps)
 }
 
 struct metrics trainer_evaluate(struct backend *b, const struct dataset *ds, int batch, long steps,
-                                int rank, int world, float *x, uint8_t *y)
+                                int rank, int world, float *x, float *y)
 {
 	struct metrics sums = {0};
 	long n = trainer_eval_steps(ds, (long)batch * world, steps);
@@ -44,10 +44,7 @@ struct metrics trainer_evaluate(struct backend *b, const struct dataset *ds, int
 		uint32_t count =
 		    ds->n - first < (uint64_t)batch ? (uint32_t)(ds->n - first) : (uint32_t)batch;
 		dataset_gather(x, y, ds, NULL, (uint32_t)first, count);
-		struct loss_sums l = backend_evaluate(b, x, y, (int)count);
-		sums.loss_sum += l.loss;
-		sums.correct += (double)l.correct;
-		sums.count += count;
+		backend_evaluate(b, x, y, (int)count, &sums);
 	}
 	return sums;
 }
@@ -60,6 +57,7 @@ struct metrics trainer_evaluate(struct backend *b, const struct dataset *ds, int
 struct run {
 	struct dataset train, test;
 	struct model *model;
+	struct loss_spec loss;
 	struct optimizer opt;
 	struct dataset_stream stream;
 	struct comm comm;
@@ -86,8 +84,8 @@ struct run {
 	long long recovery_deadline;
 	long long backoff;
 	int meetings; /* rings formed and synced in it */
-	float *x;     /* (batch, rows, cols, 1) */
-	uint8_t *y;   /* (batch) */
+	float *x;     /* (batch, in_len) */
+	float *y;     /* (batch, T) */
 };
 
 static void run_release(struct run *r)
@@ -104,45 +102,118 @@ static void run_release(struct run *r)
 	free(r->y);
 }
 
-/* The model is built for the training images: their header says whether
- * it can be (an input too small, buffers too large) before the images
- * are read. ctx is the run. */
+/* An IDX split's images fit the model before they are read: their header
+ * says whether. ctx is the run. */
 static int model_fits(const void *ctx, uint32_t rows, uint32_t cols, char *err)
 {
 	const struct run *r = ctx;
-	size_t nparams;
-	uint64_t hash;
+	struct dataset shape = {.x_rank = 2, .x_shape = {rows, cols}, .images_path = "the images"};
 
-	return model_plan(r->cfg->model, (int)rows, (int)cols, 1, DATASET_CLASSES, r->max_batch,
-	                  &nparams, &hash, err);
+	return dataset_check_shape(&shape, r->cfg->km->in_rank, r->cfg->km->in_shape, err);
+}
+
+/* The training split and, when validation runs, the test split: NumPy
+ * arrays (--data) or IDX files (--data-dir). */
+static int load_data(struct run *r, const struct train_config *cfg, char *err)
+{
+	const struct dataset_want train = {0, 0, model_fits, r};
+	int has_test = 0;
+
+	if (cfg->data[0]) {
+		if (dataset_load_numpy(&r->train, &r->test, &has_test, cfg->data, err) < 0)
+			return -1;
+		if (cfg->validation_steps != 0 && !has_test)
+			return err_set(err, "--validation-steps: '%s' holds no x_test and y_test",
+			               cfg->data);
+	} else {
+		if (dataset_load(&r->train, cfg->data_dir, "train", &train, err) < 0)
+			return -1;
+		/* Validation runs the model built for the training images. */
+		const struct dataset_want test = {r->train.rows, r->train.cols, NULL, NULL};
+		if (cfg->validation_steps != 0 &&
+		    dataset_load(&r->test, cfg->data_dir, "t10k", &test, err) < 0)
+			return -1;
+	}
+	dataset_set_rescale(&r->train, cfg->rescale);
+	dataset_set_rescale(&r->test, cfg->rescale);
+	if (dataset_check_shape(&r->train, cfg->km->in_rank, cfg->km->in_shape, err) < 0 ||
+	    (cfg->validation_steps != 0 &&
+	     dataset_check_shape(&r->test, cfg->km->in_rank, cfg->km->in_shape, err) < 0))
+		return -1;
+	log_info("loaded %u training examples from %s", r->train.n,
+	         cfg->data[0] ? cfg->data : cfg->data_dir);
+	return 0;
+}
+
+/* The loss for the model's outputs and the data's targets, every target
+ * checked before the first step. */
+static int resolve_loss(struct run *r, const struct train_config *cfg, char *err)
+{
+	int spec_logits, output_logits;
+
+	model_loss_reads(cfg->km, &cfg->loss, &spec_logits, &output_logits);
+	if (loss_resolve(&r->loss, &cfg->loss, spec_logits, (int)r->model->out_len,
+	                 (int)r->train.y_len, cfg->metrics, cfg->nmetrics, err) < 0)
+		return err_prefix(err, "%s", r->train.labels_path);
+	if (dataset_check_values(&r->train, &r->loss, err) < 0 ||
+	    (cfg->validation_steps != 0 && dataset_check_values(&r->test, &r->loss, err) < 0))
+		return -1;
+	return 0;
+}
+
+/* Synchronized batch normalisation needs collectives inside the passes,
+ * which the backends do not run yet: alone it is the plain layer. */
+static int check_synchronized(const struct train_config *cfg, char *err)
+{
+	int world = cfg->cluster ? cfg->cluster->world : 1;
+
+	for (int i = 0; world > 1 && i < cfg->km->nlayers; i++) {
+		const struct keras_layer *k = &cfg->km->layers[i];
+		if (k->kind == KERAS_BATCH_NORMALIZATION && k->synchronized)
+			return err_set(
+			    err,
+			    "layer '%s' (%s): \"synchronized\": true across %d workers is "
+			    "not supported yet (each worker's own batch statistics are, "
+			    "as MultiWorkerMirroredStrategy's default)",
+			    k->name, k->class_name, world);
+	}
+	return 0;
 }
 
 static int run_setup(struct run *r, const struct train_config *cfg, char *err)
 {
-	const struct dataset_want train = {0, 0, model_fits, r};
+	struct loss_config lc = cfg->loss;
+	int spec_logits, output_logits;
 
 	/* On a GPU the host copy holds the state only, and no activations. */
 	r->cfg = cfg;
 	r->max_batch = r->device == DEVICE_CUDA ? 1 : cfg->batch_size;
-	if (dataset_load(&r->train, cfg->data_dir, "train", &train, err) < 0)
+	if (check_synchronized(cfg, err) < 0 || load_data(r, cfg, err) < 0)
 		return -1;
-	/* Validation runs the model built for the training images. */
-	const struct dataset_want test = {r->train.rows, r->train.cols, NULL, NULL};
-	if (cfg->validation_steps != 0 &&
-	    dataset_load(&r->test, cfg->data_dir, "t10k", &test, err) < 0)
+	model_loss_reads(cfg->km, &lc, &spec_logits, &output_logits);
+	r->model = model_new(cfg->km, r->max_batch, output_logits, err);
+	if (!r->model || resolve_loss(r, cfg, err) < 0)
 		return -1;
-	log_info("loaded %u training examples of %ux%u from '%s'", r->train.n, r->train.rows,
-	         r->train.cols, cfg->data_dir);
-	r->model = model_new(cfg->model, (int)r->train.rows, (int)r->train.cols, 1, DATASET_CLASSES,
-	                     r->max_batch, err);
-	if (!r->model)
-		return -1;
-	model_init_params(r->model, cfg->seed);
-	optimizer_init(&r->opt, cfg->optimizer, (float)cfg->learning_rate, (float)cfg->momentum,
-	               r->model->nparams);
+	if (r->device == DEVICE_CUDA &&
+	    backend_cuda_supports(r->model, &r->loss, r->train.kind == DATASET_IDX, err) < 0) {
+		if (cfg->device != DEVICE_AUTO)
+			return err_prefix(err, "--device cuda");
+		/* --device auto: the CPU trains what the GPU does not yet. */
+		log_info("device: cpu (%s)", err);
+		r->device = DEVICE_CPU;
+		r->collective = COLLECTIVE_RING;
+		r->replicas = 0;
+		r->max_batch = cfg->batch_size;
+		model_free(r->model);
+		r->model = model_new(cfg->km, r->max_batch, output_logits, err);
+		if (!r->model)
+			return -1;
+	}
+	model_init_params(r->model, cfg->km, cfg->seed);
+	optimizer_init_config(&r->opt, &cfg->opt, r->model->nparams);
 	dataset_stream_init(&r->stream, &r->train, cfg->seed);
-	r->x = xcalloc((size_t)cfg->batch_size * r->train.rows * r->train.cols, sizeof(float));
-	r->y = xcalloc((size_t)cfg->batch_size, 1);
+	r->x = xcalloc((size_t)cfg->batch_size * r->model->in_len, sizeof(float));
+	r->y = xcalloc((size_t)cfg->batch_size * r->train.y_len, sizeof(float));
 	log_info("model %s: %s; %zu parameters", r->model->name, r->model->desc, r->model->nparams);
 	return 0;
 }
@@ -154,6 +225,8 @@ static struct checkpoint run_checkpoint(struct run *r, const struct train_config
 	                       .seed = cfg->seed,
 	                       .arch_hash = r->model->arch_hash,
 	                       .nparams = r->model->nparams,
+	                       .nstate = r->model->nstate,
+	                       .model_state = r->model->state,
 	                       .optimizer = cfg->optimizer,
 	                       .nslots = r->opt.nslots,
 	                       .iterations = r->opt.iterations,
@@ -231,12 +304,13 @@ static int resolve_device(struct run *r, const struct train_config *cfg, char *e
 static int make_backend(struct run *r, const struct train_config *cfg, char *err)
 {
 	if (r->device == DEVICE_CPU) {
-		r->backend =
-		    backend_new_cpu(r->model, &r->opt, &r->comm, &r->stream, cfg->batch_size);
+		r->backend = backend_new_cpu(r->model, &r->loss, &r->opt, &r->comm, &r->stream,
+		                             cfg->batch_size);
 		return 0;
 	}
-	r->backend = backend_new_cuda(r->model, &r->opt, &r->comm, &r->stream, cfg->batch_size,
-	                              r->replicas, cfg->collective_timeout * 1000, err);
+	r->backend =
+	    backend_new_cuda(r->model, &r->loss, &r->opt, &r->comm, &r->stream, cfg->batch_size,
+	                     r->replicas, cfg->collective_timeout * 1000, err);
 	return r->backend ? 0 : -1;
 }
 
@@ -338,12 +412,10 @@ static int train_step(struct run *r, int batch, int *notices, char *err)
 	if (backend_step(r->backend, &s, &sums, err) < 0)
 		return TRAIN_LOST;
 	/* Summed across workers, so every worker stops at the same step. */
-	if (!isfinite(sums.loss))
-		return err_set(err, "loss is %f at step %llu; lower --learning-rate", sums.loss,
-		               (unsigned long long)r->pos.global_step + 1);
-	r->pos.sums.loss_sum += sums.loss;
-	r->pos.sums.correct += sums.correct;
-	r->pos.sums.count += sums.count;
+	if (!isfinite(sums.m.loss_sum))
+		return err_set(err, "loss is %f at step %llu; lower --learning-rate",
+		               sums.m.loss_sum, (unsigned long long)r->pos.global_step + 1);
+	metrics_add(&r->pos.sums, &sums.m);
 	r->pos.step++;
 	r->pos.global_step++;
 	r->pos.examples += global;
@@ -405,11 +477,12 @@ static int validate(struct run *r, const struct train_config *cfg, struct metric
 	struct metrics v =
 	    trainer_evaluate(r->backend, &r->test, cfg->batch_size, cfg->validation_steps,
 	                     r->comm.rank, r->comm.world, r->x, r->y);
-	double sums[3] = {v.loss_sum, v.correct, v.count};
+	double sums[METRICS_WORDS];
 
-	if (comm_allreduce_f64(&r->comm, sums, 3, err) < 0)
+	metrics_to_words(sums, &v);
+	if (comm_allreduce_f64(&r->comm, sums, METRICS_WORDS, err) < 0)
 		return TRAIN_LOST;
-	*val = (struct metrics){sums[0], sums[1], sums[2]};
+	metrics_from_words(val, sums);
 	return 0;
 }
 
@@ -640,9 +713,13 @@ static int save_model(struct run *r, const struct train_config *cfg, char *err)
 	                               r->comm.world,
 	                               cfg->epochs,
 	                               (long)r->pos.global_step,
-	                               cfg->seed};
+	                               cfg->seed,
+	                               &cfg->loss,
+	                               cfg->nmetrics,
+	                               cfg->metrics,
+	                               cfg->rescale};
 
-	if (model_file_save(cfg->model_dir, r->model, &info, err) < 0)
+	if (model_file_save(cfg->model_dir, r->model, cfg->km, &info, err) < 0)
 		return -1;
 	log_info("model saved to '%s/%s'", cfg->model_dir, MODEL_FILE_NAME);
 	return 0;
@@ -703,12 +780,13 @@ int trainer_fit(const struct train_config *cfg, FILE *out, struct train_result *
 	if (chief && !cfg->model_dir[0])
 		log_warn("no --model-dir (or MWJ_MODEL_DIR): the trained model will not be saved");
 	if (chief && cfg->backup_dir[0])
-		r.backup = backup_new(cfg->backup_dir, r.model->nparams, r.opt.nslots);
+		r.backup =
+		    backup_new(cfg->backup_dir, r.model->nparams, r.model->nstate, r.opt.nslots);
 	long global_batch = (long)cfg->batch_size * r.comm.world;
 	/* One pass by default: the global batches evaluation would take over the set. */
 	r.steps = cfg->steps_per_epoch ? cfg->steps_per_epoch
 	                               : trainer_eval_steps(&r.train, global_batch, VALIDATION_ALL);
-	progress_init(&p, out, cfg->json, cfg->log_every, global_batch);
+	progress_init(&p, out, cfg->json, cfg->log_every, global_batch, &r.loss);
 	if (!chief)
 		p.mode = PROGRESS_QUIET;
 	rc = r.comm.world > 1 ? sync_state(&r, &from, err) : 0;

@@ -9,6 +9,8 @@
 #include "dataset.h"
 #include "device.h"
 #include "job_key.h"
+#include "keras_model.h"
+#include "loss.h"
 #include "metrics.h"
 #include "model.h"
 #include "optimizer.h"
@@ -27,15 +29,27 @@
 #define SAVE_FREQ_EPOCH 0
 
 struct train_config {
-	char model[32];
+	/* The model: --model's name or path, and the plan read from it
+	 * (cli.c reads it, to take its compile config before the flags). */
+	char model[TRAIN_PATH_LEN];
+	const struct keras_model *km;
+	/* The loss and metrics, the file's compile config or the flags'. */
+	struct loss_config loss;
+	int nmetrics;
+	enum metric_kind metrics[LOSS_MAX_METRICS];
 	int epochs;
 	long steps_per_epoch; /* 0: ceil(examples / batch), one pass */
 	int batch_size;
+	/* The optimizer, its kind, learning rate and momentum also apart:
+	 * the handshake and the backups compare those. */
+	struct optimizer_config opt;
 	double learning_rate;
 	enum optimizer_kind optimizer;
 	double momentum;
 	uint64_t seed;
-	char data_dir[TRAIN_PATH_LEN];
+	char data_dir[TRAIN_PATH_LEN];  /* IDX files, unless data is set */
+	char data[TRAIN_PATH_LEN];      /* NumPy: a .npz or a folder of .npy files */
+	float rescale;                  /* DATASET_RESCALE_NONE: the data's default */
 	long validation_steps;          /* 0: none; VALIDATION_ALL: the whole test split */
 	char model_dir[TRAIN_PATH_LEN]; /* "" : do not save */
 	int threads;
@@ -95,7 +109,7 @@ int trainer_fit(const struct train_config *cfg, FILE *out, struct train_result *
  * examples, rank takes the batch at rank * batch, so the sums of all ranks
  * cover every example once. x and y are scratch for batch examples. */
 struct metrics trainer_evaluate(struct backend *b, const struct dataset *ds, int batch, long steps,
-                                int rank, int world, float *x, uint8_t *y);
+                                int rank, int world, float *x, float *y);
 
 /* Returns the number of global batches of global_batch examples that
  * trainer_evaluate runs for steps. */

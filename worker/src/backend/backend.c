@@ -12,9 +12,10 @@ int backend_step(struct backend *b, const struct backend_step *s, struct step_su
 	return b->ops->step(b, s, out, err);
 }
 
-struct loss_sums backend_evaluate(struct backend *b, const float *x, const uint8_t *y, int n)
+void backend_evaluate(struct backend *b, const float *x, const float *y, int n,
+                      struct metrics *sums)
 {
-	return b->ops->evaluate(b, x, y, n);
+	b->ops->evaluate(b, x, y, n, sums);
 }
 
 void backend_pull(struct backend *b)

@@ -28,6 +28,7 @@
 #include "comm.h"
 #include "dataset.h"
 #include "loss.h"
+#include "metrics.h"
 #include "model.h"
 #include "optimizer.h"
 
@@ -41,8 +42,8 @@ struct backend_step {
 
 /* One step's results, summed over every worker. */
 struct step_sums {
-	double loss, correct, count; /* over the global batch */
-	double notices;              /* workers with a preemption notice */
+	struct metrics m; /* over the global batch */
+	double notices;   /* workers with a preemption notice */
 };
 
 struct backend;
@@ -51,7 +52,8 @@ struct backend_ops {
 	const char *name;
 	int (*step)(struct backend *b, const struct backend_step *s, struct step_sums *out,
 	            char *err);
-	struct loss_sums (*evaluate)(struct backend *b, const float *x, const uint8_t *y, int n);
+	void (*evaluate)(struct backend *b, const float *x, const float *y, int n,
+	                 struct metrics *sums);
 	void (*pull)(struct backend *b);
 	void (*push)(struct backend *b);
 	void (*free)(struct backend *b);
@@ -60,6 +62,7 @@ struct backend_ops {
 struct backend {
 	const struct backend_ops *ops;
 	struct model *model;           /* the host copy, borrowed */
+	const struct loss_spec *loss;  /* borrowed */
 	struct optimizer *opt;         /* borrowed; NULL to evaluate only */
 	struct comm *comm;             /* borrowed; NULL to evaluate only */
 	struct dataset_stream *stream; /* borrowed; NULL to evaluate only */
@@ -77,11 +80,16 @@ struct backend {
  * a CPU-only build, always. CUDA errors are fatal (cuda/cuda_check.h).
  * Both keep pointers to everything they are given; free with backend_free
  * (NULL accepted). */
-struct backend *backend_new_cpu(struct model *m, struct optimizer *o, struct comm *c,
-                                struct dataset_stream *s, int batch);
-struct backend *backend_new_cuda(struct model *m, struct optimizer *o, struct comm *c,
-                                 struct dataset_stream *s, int batch, int replicas,
+struct backend *backend_new_cpu(struct model *m, const struct loss_spec *loss, struct optimizer *o,
+                                struct comm *c, struct dataset_stream *s, int batch);
+struct backend *backend_new_cuda(struct model *m, const struct loss_spec *loss, struct optimizer *o,
+                                 struct comm *c, struct dataset_stream *s, int batch, int replicas,
                                  int collective_ms, char *err);
+
+/* Whether the CUDA backend trains m with loss on data of kind: 0, or -1
+ * with what it lacks in err (always -1 in a CPU-only build). */
+int backend_cuda_supports(const struct model *m, const struct loss_spec *loss, int idx_data,
+                          char *err);
 void backend_free(struct backend *b);
 
 /* A training step: this worker's batch at s->pos, forward, loss scaled by
@@ -92,9 +100,11 @@ void backend_free(struct backend *b);
  * forms the group again. */
 int backend_step(struct backend *b, const struct backend_step *s, struct step_sums *out, char *err);
 
-/* Forward pass only, over n <= batch examples x (n, H, W, C), y (n): the
- * summed loss and the correct count. */
-struct loss_sums backend_evaluate(struct backend *b, const float *x, const uint8_t *y, int n);
+/* Forward pass only (inference: no dropout, the moving statistics), over
+ * n <= batch examples x (n, in_len), y (n, T): adds the summed loss, the
+ * count and the metrics' sums to sums. */
+void backend_evaluate(struct backend *b, const float *x, const float *y, int n,
+                      struct metrics *sums);
 
 /* backend_pull: makes the host copy current (parameters, optimizer state).
  * backend_push: takes up the host copy after the caller changed it.

@@ -9,53 +9,76 @@
 
 struct cpu_backend {
 	struct reducer *reducer; /* NULL for a backend that only evaluates */
-	float *x;                /* (batch, H, W, C) */
-	uint8_t *y;              /* (batch) */
+	float *x;                /* (batch, in_len) */
+	float *y;                /* (batch, T) */
 };
 
-/* Applies the optimizer to a slice whose gradients are final. */
+/* Applies the optimizer to a slice whose gradients are final. The batch
+ * statistics beyond the parameters are no gradients: model_update_state
+ * takes them after the step. */
 static void update_slice(void *ctx, const struct grad_slice *s)
 {
 	struct backend *b = ctx;
 
+	if (s->off >= b->model->nparams)
+		return;
 	optimizer_apply_slice(b->opt, b->model->params, b->model->grads, s);
 }
+
+/* The step's sums and the notice, as the doubles the reducer sums first. */
+enum { SMALL_NOTICE = METRICS_WORDS, SMALL_WORDS };
 
 static int cpu_step(struct backend *b, const struct backend_step *s, struct step_sums *out,
                     char *err)
 {
 	struct cpu_backend *cb = b->impl;
 	struct model *m = b->model;
+	double small[SMALL_WORDS] = {0};
+	struct metrics sums = {0};
 
 	dataset_stream_gather(b->stream, cb->x, cb->y, s->pos, (uint32_t)b->batch);
-	model_forward(m, cb->x, b->batch);
-	struct loss_sums l =
-	    loss_softmax_xent(m->dlogits, model_logits(m), cb->y, b->batch, m->classes, s->scale);
+	model_forward(m, cb->x, b->batch, &(struct model_pass){1, s->pos});
+	double l[1 + LOSS_MAX_METRICS] = {0};
+	loss_batch(m->dlogits, l, model_logits(m), model_outputs(m), cb->y, b->batch, b->loss,
+	           s->scale);
+	sums.loss_sum = l[0];
+	sums.count = b->batch;
+	for (int i = 0; i < b->loss->nmetrics; i++)
+		sums.sums[i] = l[1 + i];
 	/* The metrics and the notice travel first, while the backward pass
 	 * runs, so every worker sees the same sums after the same step. */
-	double small[4] = {l.loss, (double)l.correct, b->batch, s->notice ? 1.0 : 0.0};
+	metrics_to_words(small, &sums);
+	small[SMALL_NOTICE] = s->notice ? 1.0 : 0.0;
 	/* Alone, each layer is updated inside the backward pass while it is in
 	 * cache; with others, once the summed gradients are all in (reducer.h). */
 	int alone = b->comm->world == 1;
 	if (alone)
 		optimizer_begin_step(b->opt);
-	reducer_begin(cb->reducer, small, 4);
+	reducer_begin(cb->reducer, small, SMALL_WORDS);
 	model_backward(m, cb->x, b->batch, reducer_grad_ready, cb->reducer);
 	if (reducer_finish(cb->reducer, err) < 0)
 		return -1;
 	if (!alone)
 		optimizer_step(b->opt, m->params, m->grads);
+	model_update_state(m, b->comm->world);
 	m->grads_zeroed = 1; /* every slice went through the optimizer */
-	*out = (struct step_sums){small[0], small[1], small[2], small[3]};
+	metrics_from_words(&out->m, small);
+	out->notices = small[SMALL_NOTICE];
 	return 0;
 }
 
-static struct loss_sums cpu_evaluate(struct backend *b, const float *x, const uint8_t *y, int n)
+static void cpu_evaluate(struct backend *b, const float *x, const float *y, int n,
+                         struct metrics *sums)
 {
 	struct model *m = b->model;
+	double l[1 + LOSS_MAX_METRICS] = {0};
 
-	model_forward(m, x, n);
-	return loss_softmax_xent(NULL, model_logits(m), y, n, m->classes, 0.0f);
+	model_forward(m, x, n, NULL);
+	loss_batch(NULL, l, model_logits(m), model_outputs(m), y, n, b->loss, 0.0f);
+	sums->loss_sum += l[0];
+	sums->count += n;
+	for (int i = 0; i < b->loss->nmetrics; i++)
+		sums->sums[i] += l[1 + i];
 }
 
 /* The state is the host copy itself: nothing to move. */
@@ -84,17 +107,17 @@ static const struct backend_ops CPU_OPS = {
     "cpu", cpu_step, cpu_evaluate, cpu_pull, cpu_push, cpu_free,
 };
 
-struct backend *backend_new_cpu(struct model *m, struct optimizer *o, struct comm *c,
-                                struct dataset_stream *s, int batch)
+struct backend *backend_new_cpu(struct model *m, const struct loss_spec *loss, struct optimizer *o,
+                                struct comm *c, struct dataset_stream *s, int batch)
 {
 	struct backend *b = xcalloc(1, sizeof(*b));
 	struct cpu_backend *cb = xcalloc(1, sizeof(*cb));
 
-	*b = (struct backend){&CPU_OPS, m, o, c, s, batch, cb};
+	*b = (struct backend){&CPU_OPS, m, loss, o, c, s, batch, cb};
 	if (c && o && s) {
 		cb->reducer = reducer_new(c, m, 0, update_slice, b);
-		cb->x = xcalloc((size_t)batch * (size_t)m->in_h * m->in_w * m->in_c, sizeof(float));
-		cb->y = xcalloc((size_t)batch, 1);
+		cb->x = xcalloc((size_t)batch * m->in_len, sizeof(float));
+		cb->y = xcalloc((size_t)batch * (size_t)loss->T, sizeof(float));
 	}
 	return b;
 }

@@ -27,13 +27,21 @@ void gpu_describe(int dev, char *buf, size_t len)
 	snprintf(buf, len, "GPU %d: %s", dev, NO_CUDA);
 }
 
-struct backend *backend_new_cuda(struct model *m, struct optimizer *o, struct comm *c,
-                                 struct dataset_stream *s, int batch, int replicas,
+struct backend *backend_new_cuda(struct model *m, const struct loss_spec *loss, struct optimizer *o,
+                                 struct comm *c, struct dataset_stream *s, int batch, int replicas,
                                  int collective_ms, char *err)
 {
-	(void)m, (void)o, (void)c, (void)s, (void)batch, (void)replicas, (void)collective_ms;
+	(void)m, (void)loss, (void)o, (void)c, (void)s, (void)batch, (void)replicas,
+	    (void)collective_ms;
 	err_set(err, "%s", NO_CUDA);
 	return NULL;
+}
+
+int backend_cuda_supports(const struct model *m, const struct loss_spec *loss, int idx_data,
+                          char *err)
+{
+	(void)m, (void)loss, (void)idx_data;
+	return err_set(err, "%s", NO_CUDA);
 }
 
 int comm_init_nccl(struct comm *c, struct comm *inner, int replicas, int init_ms, int collective_ms,

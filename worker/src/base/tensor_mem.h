@@ -16,4 +16,10 @@
 float *tensor_alloc(size_t n);
 void tensor_free(float *p);
 
+/* The most memory this process may take: the least of the machine's
+ * physical memory, a cgroup v2 memory.max and RLIMIT_AS, in bytes
+ * (SIZE_MAX when none can be read). For checks of a size a file asks for,
+ * before the allocation that would fail or be killed for it. */
+size_t tensor_mem_limit(void);
+
 #endif

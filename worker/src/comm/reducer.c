@@ -82,19 +82,22 @@ static void plan_add(struct reducer *r, struct grad_slice p)
 
 /* Buckets in the order the backward pass finishes them: layers last to
  * first; a kernel too big for one bucket by blocks of input features
- * (columns), each a bucket of its own, then its bias. */
+ * (columns), each a bucket of its own, then its bias; a batch
+ * normalisation's parameters, then its batch statistics (model.h). */
 static void plan(struct reducer *r)
 {
 	for (int i = r->model->nlayers - 1; i >= 0; i--) {
 		const struct layer *l = &r->model->layers[i];
 		size_t both = l->w_len + l->b_len;
-		if (both == 0)
-			continue;
-		if (l->kind != LAYER_DENSE || l->w_len <= r->bucket_elems) {
+		if (both > 0 && (l->kind != LAYER_DENSE || l->w_len <= r->bucket_elems))
 			plan_add(r, (struct grad_slice){l->w_off, 1, both, both});
-			continue;
+		if (l->kind == LAYER_BATCHNORM) {
+			size_t n = 2 * (size_t)l->in_c;
+			plan_add(r, (struct grad_slice){r->model->nparams + l->st_off, 1, n, n});
 		}
-		size_t out = (size_t)l->out_c, in = l->in_len;
+		if (both == 0 || l->kind != LAYER_DENSE || l->w_len <= r->bucket_elems)
+			continue;
+		size_t out = (size_t)l->out_c, in = (size_t)l->units_in;
 		size_t cols = r->bucket_elems / out < 16 ? 16 : r->bucket_elems / out;
 		for (size_t c0 = 0; c0 < in; c0 += cols) {
 			struct bucket *b = bucket_open(r);
@@ -106,7 +109,8 @@ static void plan(struct reducer *r)
 			b->hi = slice_hi(&b->pieces[0]);
 			b->sealed = 1;
 		}
-		plan_add(r, (struct grad_slice){l->b_off, 1, l->b_len, l->b_len});
+		if (l->b_len)
+			plan_add(r, (struct grad_slice){l->b_off, 1, l->b_len, l->b_len});
 	}
 }
 

@@ -55,7 +55,7 @@ struct replica {
 	float *alpha; /* Adam's step size this step, copied from the host's */
 	cudaStream_t copy, comm;
 	uint8_t *px[2]; /* (n, H, W, C): the two input buffers, the file's bytes */
-	uint8_t *y[2];  /* (n) */
+	float *y[2];    /* (n): class labels */
 	float *x;       /* (n, H, W, C): the step's input, scaled */
 	cudaEvent_t copied[2], layer_done[MODEL_MAX_LAYERS], reduced, grads_done;
 };
@@ -84,7 +84,7 @@ struct cuda_backend {
 	int collective_ms;
 	/* Pinned host memory. */
 	uint8_t *hx[2]; /* (batch, in_len): the worker's batch, bytes */
-	uint8_t *hy[2]; /* (batch) */
+	float *hy[2];   /* (batch) */
 	uint64_t hpos[2];
 	int hfull[2];  /* hx[k] holds the batch at hpos[k] */
 	int last;      /* the buffer of the last step, -1 before the first */
@@ -94,7 +94,7 @@ struct cuda_backend {
 	float *hgrads; /* (nparams): SUM_HOST only */
 	/* Evaluation's input on replica 0. */
 	float *ex;
-	uint8_t *ey;
+	float *ey;
 	enum graph_state graphs;
 	float graph_scale; /* the loss scale the graphs were captured with */
 	cudaGraphExec_t graph_grads[2], graph_update;
@@ -315,8 +315,9 @@ static void stage(struct cuda_backend *cb, struct backend *b, int k, uint64_t po
 		CUDA_CHECK(cudaMemcpyAsync(rep->px[k], cb->hx[k] + (size_t)rep->lo * cb->in_len,
 		                           (size_t)rep->n * cb->in_len, cudaMemcpyHostToDevice,
 		                           rep->copy));
-		CUDA_CHECK(cudaMemcpyAsync(rep->y[k], cb->hy[k] + rep->lo, (size_t)rep->n,
-		                           cudaMemcpyHostToDevice, rep->copy));
+		CUDA_CHECK(cudaMemcpyAsync(rep->y[k], cb->hy[k] + rep->lo,
+		                           (size_t)rep->n * sizeof(float), cudaMemcpyHostToDevice,
+		                           rep->copy));
 		CUDA_CHECK(cudaEventRecord(rep->copied[k], rep->copy));
 	}
 	cb->hpos[k] = pos;
@@ -423,7 +424,11 @@ static int cuda_step(struct backend *b, const struct backend_step *s, struct ste
 		return -1;
 	if (cb->sum == SUM_HOST && sum_on_host(cb, b, err) < 0)
 		return -1;
-	*out = (struct step_sums){cb->hsums[0], cb->hsums[1], cb->hsums[2], cb->hsums[3]};
+	/* The kernels' sums: loss, correct, count, notices; the one metric
+	 * backend_cuda_supports allows is the accuracy. */
+	*out = (struct step_sums){{.loss_sum = cb->hsums[0], .count = cb->hsums[2]}, cb->hsums[3]};
+	if (b->loss->nmetrics)
+		out->m.sums[0] = cb->hsums[1];
 	optimizer_begin_step(b->opt); /* the iteration count, and Adam's step size */
 	*cb->halpha = b->opt->alpha;
 	CUDA_CHECK(cudaSetDevice(0));
@@ -435,13 +440,13 @@ static int cuda_step(struct backend *b, const struct backend_step *s, struct ste
 }
 
 /* Replica 0 runs the examples, its batch at a time. */
-static struct loss_sums cuda_evaluate(struct backend *b, const float *x, const uint8_t *y, int n)
+static void cuda_evaluate(struct backend *b, const float *x, const float *y, int n,
+                          struct metrics *total)
 {
 	struct cuda_backend *cb = b->impl;
 	struct replica *rep = &cb->rep[0];
 	cudaStream_t st = rep->m.stream;
 	double *sums = cb->hsums + 4;
-	struct loss_sums total = {0.0, 0};
 
 	CUDA_CHECK(cudaSetDevice(0));
 	for (int off = 0; off < n; off += rep->n) {
@@ -449,17 +454,18 @@ static struct loss_sums cuda_evaluate(struct backend *b, const float *x, const u
 		CUDA_CHECK(cudaMemcpyAsync(cb->ex, x + (size_t)off * cb->in_len,
 		                           (size_t)count * cb->in_len * sizeof(float),
 		                           cudaMemcpyHostToDevice, st));
-		CUDA_CHECK(
-		    cudaMemcpyAsync(cb->ey, y + off, (size_t)count, cudaMemcpyHostToDevice, st));
+		CUDA_CHECK(cudaMemcpyAsync(cb->ey, y + off, (size_t)count * sizeof(float),
+		                           cudaMemcpyHostToDevice, st));
 		cuda_model_forward(&rep->m, cb->ex, count);
 		cuda_model_loss(&rep->m, cb->ey, count, 0.0f, 0);
 		CUDA_CHECK(cudaMemcpyAsync(sums, rep->m.sums, 3 * sizeof(double),
 		                           cudaMemcpyDeviceToHost, st));
 		CUDA_CHECK(cudaStreamSynchronize(st));
-		total.loss += sums[0];
-		total.correct += (long)sums[1];
+		total->loss_sum += sums[0];
+		total->count += count;
+		if (b->loss->nmetrics)
+			total->sums[0] += sums[1];
 	}
-	return total;
 }
 
 /* --- Moving the state --- */
@@ -561,7 +567,7 @@ static void replica_init(struct replica *rep, int dev, const struct backend *b, 
 	CUDA_CHECK(cudaMalloc((void **)&rep->x, (size_t)rep->n * in_len * sizeof(float)));
 	for (int k = 0; k < 2; k++) {
 		CUDA_CHECK(cudaMalloc((void **)&rep->px[k], (size_t)rep->n * in_len));
-		CUDA_CHECK(cudaMalloc((void **)&rep->y[k], (size_t)rep->n));
+		CUDA_CHECK(cudaMalloc((void **)&rep->y[k], (size_t)rep->n * sizeof(float)));
 		CUDA_CHECK(cudaEventCreateWithFlags(&rep->copied[k], flags));
 	}
 	for (int i = 0; i < MODEL_MAX_LAYERS; i++)
@@ -619,18 +625,61 @@ static int choose_sum(struct cuda_backend *cb, const struct comm *c, char *err)
 	return 0;
 }
 
+/* What this backend trains so far: the seed models' layers (Conv2D valid
+ * with stride 1 and a bias, the 2x2 max pool, Dense on flat inputs with a
+ * bias, ReLU or no activation), sparse categorical cross-entropy from
+ * logits with at most the accuracy, on IDX data. */
+int backend_cuda_supports(const struct model *m, const struct loss_spec *loss, int idx_data,
+                          char *err)
+{
+	const char *what = NULL;
+
+	for (int i = 0; i < m->nlayers && !what; i++) {
+		const struct layer *l = &m->layers[i];
+		int act = l->act.kind == KERAS_ACT_LINEAR || l->act.kind == KERAS_ACT_RELU;
+		if (l->kind == LAYER_CONV2D && act && l->conv.SH == 1 && l->conv.SW == 1 &&
+		    l->conv.PT == 0 && l->conv.PL == 0 && l->conv.OH == l->in_h - l->kh + 1 &&
+		    l->conv.OW == l->in_w - l->kw + 1 && l->b_len)
+			continue;
+		if (l->kind == LAYER_DENSE && act && l->in_h * l->in_w == 1 && l->b_len)
+			continue;
+		if (l->kind == LAYER_MAXPOOL2)
+			continue;
+		what = "a layer";
+		err_set(
+		    err,
+		    "layer %d of the model (%s) is not one the CUDA backend runs yet: it trains "
+		    "Conv2D (valid, stride 1, with a bias), MaxPooling2D 2x2 and Dense layers "
+		    "with ReLU or no activation; train this model with --device cpu",
+		    i + 1, m->desc);
+	}
+	if (what)
+		return -1;
+	if (loss->kind != LOSS_SPARSE_CATEGORICAL_CROSSENTROPY || !loss->logits ||
+	    m->output_logits || loss->nmetrics > 1 ||
+	    (loss->nmetrics == 1 && loss->metrics[0] != METRIC_SPARSE_CATEGORICAL_ACCURACY))
+		return err_set(err,
+		               "the CUDA backend trains with sparse categorical cross-entropy "
+		               "from logits and accuracy only, so far: train with --device cpu");
+	if (!idx_data)
+		return err_set(err,
+		               "the CUDA backend reads IDX data only, so far: train NumPy data "
+		               "with --device cpu");
+	return 0;
+}
+
 static const struct backend_ops CUDA_OPS = {
     "cuda", cuda_step, cuda_evaluate, cuda_pull, cuda_push, cuda_free,
 };
 
-struct backend *backend_new_cuda(struct model *m, struct optimizer *o, struct comm *c,
-                                 struct dataset_stream *s, int batch, int replicas,
+struct backend *backend_new_cuda(struct model *m, const struct loss_spec *loss, struct optimizer *o,
+                                 struct comm *c, struct dataset_stream *s, int batch, int replicas,
                                  int collective_ms, char *err)
 {
 	struct backend *b;
 	struct cuda_backend *cb;
 	const char *graphs = getenv("MWJ_CUDA_GRAPHS");
-	size_t in_len = (size_t)m->in_h * m->in_w * m->in_c;
+	size_t in_len = m->in_len;
 
 	if (replicas < 1 || replicas > MAX_REPLICAS || batch < replicas) {
 		err_set(err, "cuda: %d GPUs cannot share a batch of %d", replicas, batch);
@@ -643,7 +692,7 @@ struct backend *backend_new_cuda(struct model *m, struct optimizer *o, struct co
 		return NULL;
 	}
 	b = xcalloc(1, sizeof(*b));
-	*b = (struct backend){&CUDA_OPS, m, o, c, s, batch, cb};
+	*b = (struct backend){&CUDA_OPS, m, loss, o, c, s, batch, cb};
 	cb->in_len = in_len;
 	cb->collective_ms = collective_ms;
 	cb->last = -1;
@@ -660,8 +709,8 @@ struct backend *backend_new_cuda(struct model *m, struct optimizer *o, struct co
 	for (int k = 0; k < 2; k++) {
 		CUDA_CHECK(cudaHostAlloc((void **)&cb->hx[k], (size_t)batch * in_len,
 		                         cudaHostAllocPortable));
-		CUDA_CHECK(
-		    cudaHostAlloc((void **)&cb->hy[k], (size_t)batch, cudaHostAllocPortable));
+		CUDA_CHECK(cudaHostAlloc((void **)&cb->hy[k], (size_t)batch * sizeof(float),
+		                         cudaHostAllocPortable));
 	}
 	CUDA_CHECK(cudaHostAlloc((void **)&cb->hsums, 8 * sizeof(double), cudaHostAllocPortable));
 	CUDA_CHECK(cudaHostAlloc((void **)&cb->hnotice, sizeof(double), cudaHostAllocPortable));
@@ -671,7 +720,7 @@ struct backend *backend_new_cuda(struct model *m, struct optimizer *o, struct co
 		                         cudaHostAllocPortable));
 	CUDA_CHECK(cudaSetDevice(0));
 	CUDA_CHECK(cudaMalloc((void **)&cb->ex, (size_t)cb->rep[0].n * in_len * sizeof(float)));
-	CUDA_CHECK(cudaMalloc((void **)&cb->ey, (size_t)cb->rep[0].n));
+	CUDA_CHECK(cudaMalloc((void **)&cb->ey, (size_t)cb->rep[0].n * sizeof(float)));
 	plan_buckets(cb, m);
 	cuda_push(b);
 	log_info("cuda: %d replica(s) sharing a batch of %d; gradients %s%s", replicas, batch,

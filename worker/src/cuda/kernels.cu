@@ -133,7 +133,7 @@ void kernel_maxpool_backward(float *din, const float *dout, const float *in, con
 /* One block: each thread takes examples tid, tid + THREADS, ..., then the
  * block adds the threads' sums in a fixed tree. */
 static __global__ void xent_k(float *dlogits, double *sums, const float *logits,
-                              const uint8_t *labels, int B, int K, float scale)
+                              const float *labels, int B, int K, float scale)
 {
 	__shared__ double loss[THREADS], correct[THREADS];
 	double l = 0.0, c = 0.0;
@@ -142,7 +142,7 @@ static __global__ void xent_k(float *dlogits, double *sums, const float *logits,
 		double li;
 		int ci;
 		loss_xent_example(dlogits ? dlogits + (long)i * K : NULL, logits + (long)i * K,
-		                  labels[i], K, scale, &li, &ci);
+		                  (int)labels[i], K, scale, &li, &ci);
 		l += li;
 		c += ci;
 	}
@@ -163,7 +163,7 @@ static __global__ void xent_k(float *dlogits, double *sums, const float *logits,
 	}
 }
 
-void kernel_xent(float *dlogits, double *sums, const float *logits, const uint8_t *labels, int B,
+void kernel_xent(float *dlogits, double *sums, const float *logits, const float *labels, int B,
                  int K, float scale, cudaStream_t s)
 {
 	xent_k<<<1, THREADS, 0, s>>>(dlogits, sums, logits, labels, B, K, scale);

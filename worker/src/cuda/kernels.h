@@ -43,7 +43,7 @@ void kernel_maxpool_backward(float *din, const float *dout, const float *in, con
  * is not NULL its gradient scaled by scale. Writes sums[0] = the summed
  * loss, sums[1] = the correct count, sums[2] = B (doubles), summed in a
  * fixed tree order by one block. */
-void kernel_xent(float *dlogits, double *sums, const float *logits, const uint8_t *labels, int B,
+void kernel_xent(float *dlogits, double *sums, const float *logits, const float *labels, int B,
                  int K, float scale, cudaStream_t s);
 
 /* The optimizers over n parameters (optimizer.h's rules, elem.h's

@@ -53,7 +53,7 @@ static size_t carve(struct cuda_model *cm, float *base)
 		if (i > 0 && l->in_len > widest)
 			widest = l->in_len;
 	}
-	TAKE(cm->dlogits, B * (size_t)m->classes);
+	TAKE(cm->dlogits, B * m->out_len);
 	TAKE(cm->dbuf[0], B * widest);
 	TAKE(cm->dbuf[1], B * widest);
 	TAKE(cm->ones, B);
@@ -142,22 +142,24 @@ void cuda_model_forward(struct cuda_model *cm, const float *x, int B)
 			break;
 		case LAYER_DENSE:
 			/* out (B, OUT) = in (B, IN) @ w^T (IN, OUT), then bias and ReLU */
-			gemm(cm, 0, 1, B, l->out_c, (int)l->in_len, in, (int)l->in_len,
-			     cm->params + l->w_off, (int)l->in_len, 0.0f, cl->out, l->out_c);
+			gemm(cm, 0, 1, B, l->out_c, l->units_in, in, l->units_in,
+			     cm->params + l->w_off, l->units_in, 0.0f, cl->out, l->out_c);
 			kernel_bias_act(cl->out, cm->params + l->b_off, B, l->out_c, l->relu,
 			                cm->stream);
 			break;
+		default:
+			break; /* backend_cuda_supports refuses the rest */
 		}
 		in = cl->out;
 	}
 }
 
-void cuda_model_loss(struct cuda_model *cm, const uint8_t *y, int B, float scale, int backward)
+void cuda_model_loss(struct cuda_model *cm, const float *y, int B, float scale, int backward)
 {
 	const struct model *m = cm->host;
 
 	kernel_xent(backward ? cm->dlogits : NULL, cm->sums, cm->layers[m->nlayers - 1].out, y, B,
-	            m->classes, scale, cm->stream);
+	            (int)m->out_len, scale, cm->stream);
 }
 
 /* Whether layer i, computing its input's gradient, also applies the
@@ -190,7 +192,7 @@ static void dense_backward_gpu(struct cuda_model *cm, int i, const float *dout, 
                                const float *in, int B, int absorb)
 {
 	const struct layer *l = &cm->host->layers[i];
-	int IN = (int)l->in_len, OUT = l->out_c;
+	int IN = l->units_in, OUT = l->out_c;
 	const float one = 1.0f, zero = 0.0f;
 
 	/* dw (OUT, IN) = dout^T (OUT, B) @ in (B, IN) */
@@ -236,6 +238,8 @@ void cuda_model_backward(struct cuda_model *cm, const float *x, int B, cuda_laye
 		case LAYER_DENSE:
 			dense_backward_gpu(cm, i, dout, din, in, B, absorb);
 			break;
+		default:
+			break; /* backend_cuda_supports refuses the rest */
 		}
 		if (done)
 			done(ctx, i);

@@ -39,7 +39,7 @@ struct cuda_model {
 	float *params, *grads; /* (nparams) each */
 	float *acts;           /* every buffer below, in one allocation */
 	struct cuda_layer layers[MODEL_MAX_LAYERS];
-	float *dlogits; /* (max_batch, classes) */
+	float *dlogits; /* (max_batch, out_len) */
 	float *dbuf[2]; /* ping-pong activation gradients */
 	float *ones;    /* (max_batch) of 1.0f, for bias gradients */
 	double *sums;   /* (4): the step's loss, correct, count, notices */
@@ -65,7 +65,7 @@ void cuda_model_release(struct cuda_model *cm);
  * (overwritten), calling done(ctx, layer) after each layer's are
  * enqueued; done may be NULL. */
 void cuda_model_forward(struct cuda_model *cm, const float *x, int B);
-void cuda_model_loss(struct cuda_model *cm, const uint8_t *y, int B, float scale, int backward);
+void cuda_model_loss(struct cuda_model *cm, const float *y, int B, float scale, int backward);
 void cuda_model_backward(struct cuda_model *cm, const float *x, int B, cuda_layer_done_fn done,
                          void *ctx);
 

@@ -1,12 +1,15 @@
-/* dataset.c - loading a split and assembling shuffled batches. */
+/* dataset.c - loading a split (IDX or NumPy) and assembling shuffled
+ * batches. */
 #include "dataset.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
 #include "idx.h"
+#include "numpy_set.h"
 #include "rng.h"
 #include "simd.h"
 
@@ -55,9 +58,16 @@ int dataset_load(struct dataset *ds, const char *dir, const char *split,
 			goto out;
 		}
 	}
+	ds->kind = DATASET_IDX;
 	ds->n = img.count;
 	ds->rows = img.rows;
 	ds->cols = img.cols;
+	ds->x_rank = 2;
+	ds->x_shape[0] = img.rows;
+	ds->x_shape[1] = img.cols;
+	ds->x_len = (size_t)img.rows * img.cols;
+	ds->y_len = 1;
+	ds->scale = DATASET_RESCALE_NONE;
 	ds->images = pixels;
 	ds->labels = labels;
 	pixels = labels = NULL;
@@ -77,9 +87,151 @@ void dataset_release(struct dataset *ds)
 
 	idx_images_release(&img);
 	idx_labels_release(&lab);
+	npy_release(&ds->x);
+	npy_release(&ds->y);
 	ds->images = NULL;
 	ds->labels = NULL;
 	ds->n = 0;
+}
+
+/* A split of a NumPy set: x and y taken over (the set's are zeroed). */
+static int numpy_split(struct dataset *ds, struct npy_array *x, struct npy_array *y,
+                       const char *path, const char *xname, const char *yname, char *err)
+{
+	char shape[NPY_SHAPE_STR_LEN];
+
+	memset(ds, 0, sizeof(*ds));
+	snprintf(ds->images_path, sizeof(ds->images_path), "%s in '%s'", xname, path);
+	snprintf(ds->labels_path, sizeof(ds->labels_path), "%s in '%s'", yname, path);
+	if (x->rank < 1 || x->rank - 1 > DATASET_MAX_RANK || y->rank < 1 ||
+	    x->shape[0] > UINT32_MAX) {
+		npy_shape_str(shape, sizeof(shape), x->shape, x->rank);
+		return err_set(err,
+		               "'%s': %s of shape %s is not up to %u examples of rank %d or less",
+		               path, xname, shape, UINT32_MAX, DATASET_MAX_RANK);
+	}
+	ds->kind = DATASET_NUMPY;
+	ds->n = (uint32_t)x->shape[0];
+	ds->x_rank = x->rank - 1;
+	for (int i = 0; i < ds->x_rank; i++)
+		ds->x_shape[i] = x->shape[i + 1];
+	ds->x_len = ds->n ? (size_t)(x->count / ds->n) : 0;
+	ds->y_len = ds->n ? (size_t)(y->count / ds->n) : 0;
+	ds->scale = 1.0f;
+	ds->x = *x;
+	ds->y = *y;
+	memset(x, 0, sizeof(*x));
+	memset(y, 0, sizeof(*y));
+	return 0;
+}
+
+int dataset_load_numpy(struct dataset *train, struct dataset *test, int *has_test, const char *path,
+                       char *err)
+{
+	struct numpy_set set;
+
+	memset(train, 0, sizeof(*train));
+	memset(test, 0, sizeof(*test));
+	*has_test = 0;
+	if (numpy_set_open(&set, path, err) < 0)
+		return -1;
+	if (numpy_split(train, &set.x_train, &set.y_train, path, "x_train", "y_train", err) < 0 ||
+	    (set.has_test &&
+	     numpy_split(test, &set.x_test, &set.y_test, path, "x_test", "y_test", err) < 0)) {
+		numpy_set_release(&set);
+		dataset_release(train);
+		dataset_release(test);
+		return -1;
+	}
+	*has_test = set.has_test;
+	numpy_set_release(&set);
+	return 0;
+}
+
+/* The axes of a shape without a trailing axis of 1. */
+static int trimmed_rank(const uint64_t *d, int rank)
+{
+	return rank > 1 && d[rank - 1] == 1 ? rank - 1 : rank;
+}
+
+int dataset_check_shape(const struct dataset *ds, int in_rank, const int *in_shape, char *err)
+{
+	uint64_t want[DATASET_MAX_RANK] = {0};
+	char a[NPY_SHAPE_STR_LEN], b[NPY_SHAPE_STR_LEN];
+	int ra, rb, same;
+
+	if (in_rank < 1 || in_rank > DATASET_MAX_RANK)
+		return err_set(err, "a model input of rank %d", in_rank);
+	for (int i = 0; i < in_rank; i++)
+		want[i] = (uint64_t)in_shape[i];
+	ra = trimmed_rank(ds->x_shape, ds->x_rank);
+	rb = trimmed_rank(want, in_rank);
+	same = ra == rb;
+	for (int i = 0; same && i < ra; i++)
+		same = ds->x_shape[i] == want[i];
+	if (same)
+		return 0;
+	npy_shape_str(a, sizeof(a), ds->x_shape, ds->x_rank);
+	npy_shape_str(b, sizeof(b), want, in_rank);
+	return err_set(err, "%s holds examples of shape %s, but the model takes %s",
+	               ds->images_path, a, b);
+}
+
+/* Values converted at a time by the checks. */
+#define CHECK_CHUNK 65536
+
+static int check_inputs(const struct dataset *ds, char *err)
+{
+	float buf[CHECK_CHUNK];
+	uint64_t total = (uint64_t)ds->n * ds->x_len;
+
+	if (ds->kind == DATASET_IDX || (ds->x.dtype != NPY_TYPE_F16 &&
+	                                ds->x.dtype != NPY_TYPE_F32 && ds->x.dtype != NPY_TYPE_F64))
+		return 0; /* integers are always finite */
+	for (uint64_t at = 0; at < total; at += CHECK_CHUNK) {
+		size_t n = total - at < CHECK_CHUNK ? (size_t)(total - at) : CHECK_CHUNK;
+		npy_to_f32(buf, &ds->x, at, n, 1.0f);
+		for (size_t i = 0; i < n; i++)
+			if (!isfinite(buf[i]))
+				return err_set(
+				    err, "%s: example %llu holds %g, not a finite number",
+				    ds->images_path, (unsigned long long)((at + i) / ds->x_len),
+				    (double)buf[i]);
+	}
+	return 0;
+}
+
+int dataset_check_values(const struct dataset *ds, const struct loss_spec *loss, char *err)
+{
+	char why[ERR_LEN];
+	float *t;
+
+	if ((size_t)loss->T != ds->y_len)
+		return err_set(err, "%s holds %zu target(s) an example, and the loss %s takes %d",
+		               ds->labels_path, ds->y_len, loss_name(loss->kind), loss->T);
+	if (check_inputs(ds, err) < 0)
+		return -1;
+	t = xcalloc(ds->y_len ? ds->y_len : 1, sizeof(float));
+	for (uint32_t e = 0; e < ds->n; e++) {
+		if (ds->kind == DATASET_IDX)
+			t[0] = (float)ds->labels[e];
+		else
+			npy_to_f32(t, &ds->y, (uint64_t)e * ds->y_len, ds->y_len, 1.0f);
+		if (loss_check_target(loss, t, why) < 0) {
+			free(t);
+			return err_set(err, "%s: example %u: %s", ds->labels_path, e, why);
+		}
+	}
+	free(t);
+	return 0;
+}
+
+void dataset_set_rescale(struct dataset *ds, float rescale)
+{
+	if (rescale != DATASET_RESCALE_NONE)
+		ds->scale = rescale;
+	else
+		ds->scale = ds->kind == DATASET_IDX ? DATASET_RESCALE_NONE : 1.0f;
 }
 
 void dataset_shuffle(uint32_t *order, uint32_t n, uint64_t seed, uint64_t pass)
@@ -98,22 +250,50 @@ void dataset_shuffle(uint32_t *order, uint32_t n, uint64_t seed, uint64_t pass)
 	}
 }
 
+/* Pixels to floats: divided by 255 as Keras' tutorial does (x / 255), or
+ * times scale. */
 SIMD_CLONES
-static void scale_pixels(float *restrict x, const uint8_t *restrict p, uint32_t n)
+static void scale_pixels(float *restrict x, const uint8_t *restrict p, uint32_t n, float scale)
 {
-	for (uint32_t i = 0; i < n; i++)
-		x[i] = (float)p[i] / 255.0f;
+	if (scale == DATASET_RESCALE_NONE)
+		for (uint32_t i = 0; i < n; i++)
+			x[i] = (float)p[i] / 255.0f;
+	else
+		for (uint32_t i = 0; i < n; i++)
+			x[i] = (float)p[i] * scale;
 }
 
-void dataset_gather(float *x, uint8_t *y, const struct dataset *ds, const uint32_t *order,
+/* Values and targets of one example: an IDX split's from its shape, so
+ * that a split made by hand from images and labels needs no more. */
+static size_t x_len_of(const struct dataset *ds)
+{
+	return ds->kind == DATASET_IDX ? (size_t)ds->rows * ds->cols : ds->x_len;
+}
+
+static size_t y_len_of(const struct dataset *ds)
+{
+	return ds->kind == DATASET_IDX ? 1 : ds->y_len;
+}
+
+/* Example e into x (x_len) and y (y_len). */
+static void gather_one(float *x, float *y, const struct dataset *ds, uint32_t e)
+{
+	if (ds->kind == DATASET_IDX) {
+		uint32_t pixels = ds->rows * ds->cols;
+		scale_pixels(x, ds->images + (size_t)e * pixels, pixels, ds->scale);
+		y[0] = (float)ds->labels[e];
+		return;
+	}
+	npy_to_f32(x, &ds->x, (uint64_t)e * ds->x_len, ds->x_len, ds->scale);
+	npy_to_f32(y, &ds->y, (uint64_t)e * ds->y_len, ds->y_len, 1.0f);
+}
+
+void dataset_gather(float *x, float *y, const struct dataset *ds, const uint32_t *order,
                     uint32_t first, uint32_t count)
 {
-	uint32_t pixels = ds->rows * ds->cols;
-
 	for (uint32_t i = 0; i < count; i++) {
 		uint32_t e = order ? order[first + i] : first + i;
-		scale_pixels(x + (size_t)i * pixels, ds->images + (size_t)e * pixels, pixels);
-		y[i] = ds->labels[e];
+		gather_one(x + (size_t)i * x_len_of(ds), y + (size_t)i * y_len_of(ds), ds, e);
 	}
 }
 
@@ -130,7 +310,7 @@ void dataset_stream_release(struct dataset_stream *s)
 
 /* Gathers count examples from pos on into x (scaled floats) or px (bytes),
  * whichever is not NULL, shuffling each pass as it is reached. */
-static void stream_gather(struct dataset_stream *s, float *x, uint8_t *px, uint8_t *y, uint64_t pos,
+static void stream_gather(struct dataset_stream *s, float *x, uint8_t *px, float *y, uint64_t pos,
                           uint32_t count)
 {
 	const struct dataset *ds = s->ds;
@@ -147,29 +327,29 @@ static void stream_gather(struct dataset_stream *s, float *x, uint8_t *px, uint8
 		}
 		if (x) {
 			dataset_gather(x, y, ds, s->order, off, take);
-			x += (size_t)take * pixels;
+			x += (size_t)take * x_len_of(ds);
 		} else {
 			for (uint32_t i = 0; i < take; i++) {
 				uint32_t e = s->order[off + i];
 				memcpy(px + (size_t)i * pixels, ds->images + (size_t)e * pixels,
 				       pixels);
-				y[i] = ds->labels[e];
+				y[i] = (float)ds->labels[e];
 			}
 			px += (size_t)take * pixels;
 		}
-		y += take;
+		y += (size_t)take * y_len_of(ds);
 		pos += take;
 		count -= take;
 	}
 }
 
-void dataset_stream_gather(struct dataset_stream *s, float *x, uint8_t *y, uint64_t pos,
+void dataset_stream_gather(struct dataset_stream *s, float *x, float *y, uint64_t pos,
                            uint32_t count)
 {
 	stream_gather(s, x, NULL, y, pos, count);
 }
 
-void dataset_stream_gather_bytes(struct dataset_stream *s, uint8_t *px, uint8_t *y, uint64_t pos,
+void dataset_stream_gather_bytes(struct dataset_stream *s, uint8_t *px, float *y, uint64_t pos,
                                  uint32_t count)
 {
 	stream_gather(s, NULL, px, y, pos, count);

@@ -75,101 +75,94 @@ long conv_geom_cols_len(const struct conv_geom *g, int B)
 	return ((long)g->KH * g->KW * g->C + g->bias) * B * g->OH * g->OW;
 }
 
-/* The output columns [ow0, ow1) of a row whose input column
+/* The taps kw in [*kw0, *kw1) of output column ow whose input column
  * ow * SW + kw - PL lies inside the image. */
-static void inside(const struct conv_geom *g, int kw, int *ow0, int *ow1)
+static void inside(const struct conv_geom *g, int ow, int *kw0, int *kw1)
 {
-	int lo = g->PL - kw, hi = g->W + g->PL - kw; /* ow * SW in [lo, hi) */
+	int left = ow * g->SW - g->PL;
 
-	*ow0 = lo > 0 ? (lo + g->SW - 1) / g->SW : 0;
-	*ow1 = hi > 0 ? (hi + g->SW - 1) / g->SW : 0;
-	if (*ow1 > g->OW)
-		*ow1 = g->OW;
-	if (*ow0 > *ow1)
-		*ow0 = *ow1;
+	*kw0 = left < 0 ? -left : 0;
+	*kw1 = g->W - left < g->KW ? g->W - left : g->KW;
+	if (*kw1 < *kw0)
+		*kw1 = *kw0;
 }
 
-/* cols (KH*KW*C, B*OH*OW): row (kh, kw, c) holds, for every output pixel, the
- * input value under that kernel tap, 0 in the padding. For C == 1 and
- * stride 1 each output row is one contiguous run of the input row, copied
- * with copy_run. */
+/* cols (M, KC), M = B*OH*OW, KC = KH*KW*C (+ 1 with a bias): row m is the
+ * window of output pixel m, (kh, kw, c) in order, 0 in the padding, and a
+ * 1 for the bias. NHWC keeps a window row (kw, c) contiguous in the
+ * input, so each is one copy of up to KW*C values. Rows of examples
+ * [b0, b1). */
 NO_LIBCALLS static void im2col(float *restrict cols, const float *restrict in, int b0, int b1,
-                               int B, const struct conv_geom *g)
+                               const struct conv_geom *g)
 {
-	int H = g->H, W = g->W, C = g->C, OH = g->OH, OW = g->OW;
-	size_t M = (size_t)B * OH * OW;
+	int C = g->C, KC = g->KH * g->KW * C + g->bias;
+	size_t row = (size_t)g->KW * (size_t)C;
 
-	for (int kh = 0; kh < g->KH; kh++) {
-		for (int kw = 0; kw < g->KW; kw++) {
-			int ow0, ow1;
-			inside(g, kw, &ow0, &ow1);
-			for (int c = 0; c < C; c++) {
-				float *dst = cols + ((size_t)(kh * g->KW + kw) * C + c) * M;
-				for (int b = b0; b < b1; b++) {
-					for (int oh = 0; oh < OH; oh++) {
-						int ih = oh * g->SH + kh - g->PT;
-						float *d = dst + ((size_t)b * OH + oh) * OW;
-						if (ih < 0 || ih >= H) {
-							for (int ow = 0; ow < OW; ow++)
-								d[ow] = 0.0f;
-							continue;
-						}
-						for (int ow = 0; ow < ow0; ow++)
-							d[ow] = 0.0f;
-						const float *src =
-						    in +
-						    (((size_t)b * H + ih) * W +
-						     (size_t)ow0 * g->SW + kw - g->PL) *
-						        C +
-						    c;
-						if (C == 1 && g->SW == 1)
-							copy_run(d + ow0, src, ow1 - ow0);
-						else
-							for (int ow = ow0; ow < ow1; ow++)
-								d[ow] = src[(size_t)(ow - ow0) *
-								            g->SW * C];
-						for (int ow = ow1; ow < OW; ow++)
-							d[ow] = 0.0f;
+	for (int b = b0; b < b1; b++)
+		for (int oh = 0; oh < g->OH; oh++)
+			for (int ow = 0; ow < g->OW; ow++) {
+				float *d = cols + (((size_t)b * g->OH + oh) * g->OW + ow) * KC;
+				int kw0, kw1;
+				inside(g, ow, &kw0, &kw1);
+				for (int kh = 0; kh < g->KH; kh++, d += row) {
+					int ih = oh * g->SH + kh - g->PT;
+					if (ih < 0 || ih >= g->H) {
+						memset(d, 0, sizeof(float) * row);
+						continue;
 					}
+					/* from the first input column inside the image */
+					int iw = ow * g->SW - g->PL +
+					         kw0; /* >= 0: the first column inside */
+					size_t lo = (size_t)kw0 * (size_t)C;
+					size_t hi = (size_t)kw1 * (size_t)C;
+					const float *src =
+					    in +
+					    (((size_t)b * g->H + (size_t)ih) * g->W + (size_t)iw) *
+					        C;
+					for (size_t i = 0; i < lo; i++)
+						d[i] = 0.0f;
+					copy_run(d + lo, src, (int)(hi - lo));
+					for (size_t i = hi; i < row; i++)
+						d[i] = 0.0f;
 				}
+				if (g->bias)
+					*d = 1.0f;
 			}
-		}
-	}
 }
 
-/* The adjoint of im2col: every column entry is added back onto the input
- * pixel it was copied from; the padding's are dropped. */
-static void col2im(float *restrict din, const float *restrict dcols, int b0, int b1, int B,
+/* The adjoint of im2col over dcols (M, K): each row's values are added
+ * back onto the window they came from, the padding's dropped; examples
+ * [b0, b1), whose inputs no other example touches. */
+static void col2im(float *restrict din, const float *restrict dcols, int b0, int b1,
                    const struct conv_geom *g)
 {
-	int H = g->H, W = g->W, C = g->C, OH = g->OH, OW = g->OW;
-	size_t M = (size_t)B * OH * OW;
+	int C = g->C, K = g->KH * g->KW * C;
+	size_t row = (size_t)g->KW * (size_t)C;
 
-	memset(din + (size_t)b0 * H * W * C, 0, sizeof(float) * (b1 - b0) * H * W * C);
-	for (int kh = 0; kh < g->KH; kh++) {
-		for (int kw = 0; kw < g->KW; kw++) {
-			int ow0, ow1;
-			inside(g, kw, &ow0, &ow1);
-			for (int c = 0; c < C; c++) {
-				const float *src = dcols + ((size_t)(kh * g->KW + kw) * C + c) * M;
-				for (int b = b0; b < b1; b++) {
-					for (int oh = 0; oh < OH; oh++) {
-						int ih = oh * g->SH + kh - g->PT;
-						if (ih < 0 || ih >= H)
-							continue;
-						float *d = din +
-						           (((size_t)b * H + ih) * W +
-						            (size_t)ow0 * g->SW + kw - g->PL) *
-						               C +
-						           c;
-						const float *s = src + ((size_t)b * OH + oh) * OW;
-						for (int ow = ow0; ow < ow1; ow++)
-							d[(size_t)(ow - ow0) * g->SW * C] += s[ow];
-					}
+	memset(din + (size_t)b0 * g->H * g->W * C, 0,
+	       sizeof(float) * (size_t)(b1 - b0) * g->H * g->W * C);
+	for (int b = b0; b < b1; b++)
+		for (int oh = 0; oh < g->OH; oh++)
+			for (int ow = 0; ow < g->OW; ow++) {
+				const float *s =
+				    dcols + (((size_t)b * g->OH + oh) * g->OW + ow) * K;
+				int kw0, kw1;
+				inside(g, ow, &kw0, &kw1);
+				for (int kh = 0; kh < g->KH; kh++, s += row) {
+					int ih = oh * g->SH + kh - g->PT;
+					if (ih < 0 || ih >= g->H)
+						continue;
+					int iw = ow * g->SW - g->PL +
+					         kw0; /* >= 0: the first column inside */
+					size_t lo = (size_t)kw0 * (size_t)C;
+					size_t n = (size_t)(kw1 - kw0) * (size_t)C;
+					float *d = din + (((size_t)b * g->H + (size_t)ih) * g->W +
+					                  (size_t)iw) *
+					                     C;
+					for (size_t i = 0; i < n; i++)
+						d[i] += s[lo + i];
 				}
 			}
-		}
-	}
 }
 
 /* The direct path: one input channel, a 3x3 kernel and 32 filters, the
@@ -324,20 +317,18 @@ static void forward_part(void *ctx, int part, int parts)
 {
 	const struct forward_job *j = ctx;
 	const struct conv_geom *g = j->g;
-	int P = g->OH * g->OW, K = g->KH * g->KW * g->C, OC = g->OC;
-	size_t M = (size_t)j->B * P, lo, hi;
+	size_t P = (size_t)g->OH * g->OW, KC = (size_t)g->KH * g->KW * g->C + (size_t)g->bias;
+	size_t lo, hi;
+	int OC = g->OC;
 
 	parallel_range((size_t)j->B, part, parts, 1, &lo, &hi);
 	for (size_t b0 = lo; b0 < hi; b0 += (size_t)j->block) {
 		size_t b1 = b0 + (size_t)j->block < hi ? b0 + (size_t)j->block : hi;
 		size_t r0 = b0 * P, rows = (b1 - b0) * P;
 		float *out = j->out + r0 * OC;
-		im2col(j->cols, j->in, (int)b0, (int)b1, j->B, g);
-		if (g->bias)
-			for (size_t r = r0; r < r0 + rows; r++)
-				j->cols[(size_t)K * M + r] = 1.0f;
-		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)rows, OC, K + g->bias,
-		            1.0f, j->cols + r0, (int)M, j->wb, OC, 0.0f, out, OC);
+		im2col(j->cols, j->in, (int)b0, (int)b1, g);
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, OC, (int)KC, 1.0f,
+		            j->cols + r0 * KC, (int)KC, j->wb, OC, 0.0f, out, OC);
 		if (j->relu)
 			relu_forward_serial(out, rows * OC);
 	}
@@ -383,7 +374,7 @@ static void col2im_part(void *ctx, int part, int parts)
 	size_t lo, hi;
 
 	parallel_range((size_t)j->B, part, parts, 1, &lo, &hi);
-	col2im(j->din, j->dcols, (int)lo, (int)hi, j->B, j->g);
+	col2im(j->din, j->dcols, (int)lo, (int)hi, j->g);
 }
 
 void conv_backward_geom(float *dwb, float *din, float *dcols, const float *dout, const float *in,
@@ -393,11 +384,13 @@ void conv_backward_geom(float *dwb, float *din, float *dcols, const float *dout,
 		direct_backward(dwb, din, dout, in, wb, B, g->H, g->W);
 		return;
 	}
-	int M = B * g->OH * g->OW, K = g->KH * g->KW * g->C, OC = g->OC;
-	gemm(0, 0, K + g->bias, OC, M, 1.0f, cols, M, dout, OC, 0.0f, dwb, OC);
+	int M = B * g->OH * g->OW, K = g->KH * g->KW * g->C, OC = g->OC, KC = K + g->bias;
+	/* dwb (KC, OC) = cols^T (KC, M) @ dout (M, OC): the bias's row too */
+	gemm(1, 0, KC, OC, M, 1.0f, cols, KC, dout, OC, 0.0f, dwb, OC);
 	if (!din)
 		return;
-	gemm(0, 1, K, M, OC, 1.0f, wb, OC, dout, OC, 0.0f, dcols, M);
+	/* dcols (M, K) = dout (M, OC) @ w^T (OC, K), then back onto the pixels */
+	gemm(0, 1, M, K, OC, 1.0f, dout, OC, wb, OC, 0.0f, dcols, K);
 	struct col2im_job j = {din, dcols, g, B};
 	parallel_run(col2im_part, &j);
 }

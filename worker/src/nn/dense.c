@@ -34,7 +34,8 @@ void dense_forward(float *out, const float *in, const float *w, const float *b, 
                    int OUT)
 {
 	gemm(0, 1, B, OUT, IN, 1.0f, in, IN, w, IN, 0.0f, out, OUT);
-	add_bias(out, b, B, OUT);
+	if (b)
+		add_bias(out, b, B, OUT);
 }
 
 struct backward_job {
@@ -100,6 +101,8 @@ void dense_backward(float *dw, float *db, float *din, const float *dout, const f
 		backward_part(&j, 0, 1); /* two products, too small to share */
 	else
 		parallel_run(backward_part, &j);
+	if (!db)
+		return; /* use_bias false */
 	sum_rows(db, dout, B, OUT);
 	if (ready) {
 		struct grad_slice s = {base + (size_t)IN * OUT, 1, (size_t)OUT, (size_t)OUT};

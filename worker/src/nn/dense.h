@@ -10,7 +10,7 @@
 
 #include "grad_slice.h"
 
-/* out = in @ w^T + b. */
+/* out = in @ w^T + b; b NULL for a layer without a bias. */
 void dense_forward(float *out, const float *in, const float *w, const float *b, int B, int IN,
                    int OUT);
 
@@ -35,7 +35,7 @@ enum {
  * w is not read after its ready call. Slices are offsets into the model's
  * gradient buffer, in which dw starts at base; blocks may be reported from
  * several compute threads at once. db is reported last, as one row at
- * base + OUT * IN. ready may be NULL. */
+ * base + OUT * IN, unless db is NULL (no bias). ready may be NULL. */
 void dense_backward(float *dw, float *db, float *din, const float *dout, const float *in,
                     const float *w, int B, int IN, int OUT, int flags, grad_ready_fn ready,
                     void *ctx, size_t base);

@@ -17,7 +17,7 @@ struct dropout_job {
 	const float *in;
 	size_t len, n;
 	uint64_t key, pos0;
-	float rate, scale;
+	float rate, scale; /* rate rounded to float, as the draws are compared */
 };
 
 /* Values [lo, hi) of the flattened (B, len) tensor, a row at a time so
@@ -46,7 +46,7 @@ static void dropout_part(void *ctx, int part, int parts)
 }
 
 static void apply(float *out, const float *in, int B, size_t len, uint64_t key, uint64_t pos0,
-                  float rate)
+                  double rate)
 {
 	struct dropout_job j = {
 	    .out = out,
@@ -55,13 +55,13 @@ static void apply(float *out, const float *in, int B, size_t len, uint64_t key, 
 	    .n = (size_t)(B > 0 ? B : 0) * len,
 	    .key = key,
 	    .pos0 = pos0,
-	    .rate = rate,
+	    .rate = (float)rate,
 	    .scale = dropout_scale(rate),
 	};
 
 	if (j.n == 0)
 		return;
-	if (!(rate > 0.0f)) {
+	if (!(rate > 0.0)) {
 		if (out != in)
 			memcpy(out, in, j.n * sizeof(float));
 		return;
@@ -73,13 +73,13 @@ static void apply(float *out, const float *in, int B, size_t len, uint64_t key, 
 }
 
 void dropout_forward(float *out, const float *in, int B, size_t len, uint64_t key, uint64_t pos0,
-                     float rate)
+                     double rate)
 {
 	apply(out, in, B, len, key, pos0, rate);
 }
 
 void dropout_backward(float *din, const float *dout, int B, size_t len, uint64_t key, uint64_t pos0,
-                      float rate)
+                      double rate)
 {
 	apply(din, dout, B, len, key, pos0, rate);
 }

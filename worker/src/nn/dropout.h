@@ -6,7 +6,10 @@
  * kept values are scaled by 1 / (1 - rate); otherwise the layer is the
  * identity. Under TensorFlow (tf.nn.experimental.stateless_dropout) a
  * value is kept where a uniform draw in [0, 1) is >= rate, and the scale
- * is 1 / (1 - rate) taken in double, then rounded to float.
+ * is 1 / (1 - rate) taken in double, then rounded to float. The rate is
+ * the file's double: TensorFlow compares the draws with it rounded to
+ * float32, and takes the scale from it unrounded (1 / (1 - 0.6) is 2.5,
+ * 1 / (1 - (float)0.6) is 2.5000002).
  *
  * The mask. Keras draws it from a seed generator that advances with every
  * call; here it is counted instead, so that the CPU and GPU, a worker that
@@ -67,9 +70,9 @@ HOSTDEV int dropout_keep(uint64_t key, uint64_t pos, uint64_t elem, float rate)
 /* What a kept value is multiplied by: 1 / (1 - rate) in double, rounded
  * to float, as TensorFlow takes it; 0 for rate >= 1, where nothing is
  * kept (Keras accepts rate 1; TensorFlow refuses it). */
-HOSTDEV float dropout_scale(float rate)
+HOSTDEV float dropout_scale(double rate)
 {
-	return rate < 1.0f ? (float)(1.0 / (1.0 - (double)rate)) : 0.0f;
+	return rate < 1.0 ? (float)(1.0 / (1.0 - rate)) : 0.0f;
 }
 
 #ifdef __cplusplus
@@ -87,12 +90,12 @@ uint64_t dropout_key(uint64_t seed, int layer);
  * when B * len is large; the mask does not depend on it. Inference is the
  * identity: the caller skips the layer. */
 void dropout_forward(float *out, const float *in, int B, size_t len, uint64_t key, uint64_t pos0,
-                     float rate);
+                     double rate);
 
 /* din = kept ? dout * dropout_scale(rate) : 0, with the forward pass's
  * mask recomputed from (key, pos0, rate). din may be dout. */
 void dropout_backward(float *din, const float *dout, int B, size_t len, uint64_t key, uint64_t pos0,
-                      float rate);
+                      double rate);
 
 #ifdef __cplusplus
 }

@@ -464,7 +464,7 @@ int keras_model_builtin(struct keras_model *km, const char *name, char *err)
 		}
 	}
 	memset(km, 0, sizeof(*km));
-	return err_set(err, "no built-in model '%s' (there are %s)",
+	return err_set(err, "unknown model '%s' (built in: %s; or the path of a Keras model file)",
 	               keras_clean(what, sizeof(what), name != NULL ? name : ""),
 	               keras_builtins_names);
 }

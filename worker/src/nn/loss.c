@@ -53,6 +53,48 @@ const char *metric_name(enum metric_kind kind)
 	                                                                       : "?";
 }
 
+int loss_parse(const char *name, enum loss_kind *out)
+{
+	static const struct {
+		const char *name;
+		enum loss_kind kind;
+	} SHORT[] = {{"mse", LOSS_MEAN_SQUARED_ERROR}, {"mae", LOSS_MEAN_ABSOLUTE_ERROR}};
+
+	for (size_t i = 0; i < sizeof(LOSS_NAMES) / sizeof(LOSS_NAMES[0]); i++)
+		if (strcmp(name, LOSS_NAMES[i]) == 0) {
+			*out = (enum loss_kind)i;
+			return 0;
+		}
+	for (size_t i = 0; i < sizeof(SHORT) / sizeof(SHORT[0]); i++)
+		if (strcmp(name, SHORT[i].name) == 0) {
+			*out = SHORT[i].kind;
+			return 0;
+		}
+	return -1;
+}
+
+int metric_parse(const char *name, enum metric_kind *out)
+{
+	static const struct {
+		const char *name;
+		enum metric_kind kind;
+	} SHORT[] = {{"acc", METRIC_ACCURACY},
+	             {"mse", METRIC_MEAN_SQUARED_ERROR},
+	             {"mae", METRIC_MEAN_ABSOLUTE_ERROR}};
+
+	for (size_t i = 0; i < sizeof(METRIC_NAMES) / sizeof(METRIC_NAMES[0]); i++)
+		if (strcmp(name, METRIC_NAMES[i]) == 0) {
+			*out = (enum metric_kind)i;
+			return 0;
+		}
+	for (size_t i = 0; i < sizeof(SHORT) / sizeof(SHORT[0]); i++)
+		if (strcmp(name, SHORT[i].name) == 0) {
+			*out = SHORT[i].kind;
+			return 0;
+		}
+	return -1;
+}
+
 /* Keras' get_metric: "accuracy" by the shapes of the targets and outputs. */
 static enum metric_kind resolve_accuracy(int K, int T)
 {
@@ -109,6 +151,8 @@ int loss_resolve(struct loss_spec *s, const struct loss_config *c, int logits, i
 			return err_set(err, "%s compares %d outputs with %d targets per example",
 			               metric_name(m), K, T);
 		s->metrics[i] = m;
+		/* Keras names a metric as it was asked for: "accuracy" stays. */
+		s->names[i] = metric_name(metrics[i]);
 	}
 	return 0;
 }

@@ -6,9 +6,12 @@
  * what it does that a textbook does not: probabilities are clipped to
  * [1e-7, 1 - 1e-7] before their logarithm (and categorical outputs
  * normalised to sum 1 first), and when the model's output comes from a
- * softmax (for the categorical losses) or a sigmoid (for binary
- * cross-entropy), the loss is computed from that activation's input, the
- * logits, as if from_logits were true (_get_logits). The caller says which
+ * Keras softmax or sigmoid, any of the cross-entropies is computed from
+ * that activation's input, the logits, as if from_logits were true: both
+ * activations leave their input on their output (_keras_logits), and
+ * _get_logits takes it without asking which of the two left it (a sigmoid
+ * before categorical cross-entropy gives softmax logits, a softmax before
+ * binary cross-entropy sigmoid ones). The caller says which
  * it passes (struct loss_spec.logits); the metrics always read the
  * model's output.
  *
@@ -64,6 +67,7 @@ struct loss_spec {
 	int T;      /* targets per example: 1 (class labels) or K */
 	int nmetrics;
 	enum metric_kind metrics[LOSS_MAX_METRICS]; /* none is METRIC_ACCURACY */
+	const char *names[LOSS_MAX_METRICS];        /* as the progress line shows them */
 };
 
 /* Resolves a loss for outputs of K values per example and targets of T
@@ -79,6 +83,11 @@ int loss_resolve(struct loss_spec *s, const struct loss_config *c, int logits, i
  * when compiled with that name (name is what the user wrote, or NULL). */
 const char *loss_name(enum loss_kind kind);
 const char *metric_name(enum metric_kind kind);
+
+/* The reverse of loss_name and metric_name, which also take Keras' short
+ * names (mse, mae, acc): 0, or -1 for a name neither knows. */
+int loss_parse(const char *name, enum loss_kind *out);
+int metric_parse(const char *name, enum metric_kind *out);
 
 /* Checks target t of an example (T values) for the loss: a class label is
  * an integer in [0, K), binary targets are in [0, 1], every target is
@@ -179,24 +188,25 @@ HOSTDEV double loss_sparse_from_probs(float *dz, const float *p, int t, int K, f
 	return log(sum) - log((double)loss_clip(p[t]));
 }
 
-/* One-hot or soft targets from logits: -sum t log softmax(z). */
+/* One-hot or soft targets from logits: -sum t log softmax(z), and the
+ * gradient TensorFlow's softmax_cross_entropy_with_logits returns,
+ * softmax(z) - t, which is the derivative when the targets sum to 1 (for
+ * other targets it is what Keras trains with, so it is what mwj does). */
 HOSTDEV double loss_categorical_from_logits(float *dz, const float *z, const float *t, int K,
                                             float scale)
 {
 	float zmax = z[loss_argmax(z, K)];
-	double sum = 0.0, tsum = 0.0, loss = 0.0;
+	double sum = 0.0, loss = 0.0;
 
-	for (int k = 0; k < K; k++) {
+	for (int k = 0; k < K; k++)
 		sum += exp((double)(z[k] - zmax));
-		tsum += (double)t[k];
-	}
 	double log_sum = log(sum);
 	for (int k = 0; k < K; k++)
 		loss -= (double)t[k] * ((double)(z[k] - zmax) - log_sum);
 	if (dz)
 		for (int k = 0; k < K; k++) {
 			double q = exp((double)(z[k] - zmax) - log_sum);
-			dz[k] = (float)(scale * (q * tsum - (double)t[k]));
+			dz[k] = (float)(scale * (q - (double)t[k]));
 		}
 	return loss;
 }

@@ -1,211 +1,169 @@
-/* model.c - building, initializing and running the seed models. */
+/* model.c - the model's buffers, and its forward and backward passes. */
 #include "model.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "activation.h"
-#include "conv.h"
+#include "batchnorm.h"
 #include "dense.h"
+#include "dropout.h"
 #include "err.h"
-#include "hash.h"
-#include "pool.h"
-#include "rng.h"
+#include "model_plan.h"
 #include "tensor_mem.h"
 
-#define UNITS_CLASSES (-1) /* a dense layer as wide as the number of classes */
-
-struct layer_spec {
-	enum layer_kind kind;
-	int units; /* conv filters or dense units */
-	int k;     /* conv kernel side */
-	int relu;
-};
-
-struct model_spec {
-	const char *name;
-	int nlayers;
-	struct layer_spec layers[MODEL_MAX_LAYERS];
-};
-
-static const struct model_spec MODEL_SPECS[] = {
-    /* The TensorFlow multi-worker tutorial's model. */
-    {"cnn",
-     3,
-     {{LAYER_CONV2D, 32, 3, 1}, {LAYER_DENSE, 128, 0, 1}, {LAYER_DENSE, UNITS_CLASSES, 0, 0}}},
-    {"cnn-pool",
-     4,
-     {{LAYER_CONV2D, 32, 3, 1},
-      {LAYER_MAXPOOL2, 0, 0, 0},
-      {LAYER_DENSE, 64, 0, 1},
-      {LAYER_DENSE, UNITS_CLASSES, 0, 0}}},
-};
-
-#define NUM_SPECS (sizeof(MODEL_SPECS) / sizeof(MODEL_SPECS[0]))
-
-const char *model_names(void)
+enum keras_activation model_output_activation(const struct keras_model *km)
 {
-	return "cnn, cnn-pool";
-}
-
-/* Fills shapes and parameter slices from the spec; -1 if the input is too
- * small for a kernel or pool. */
-static int plan_layers(struct model *m, const struct model_spec *spec, char *err)
-{
-	int h = m->in_h, w = m->in_w, c = m->in_c;
-	size_t off = 0;
-	int n = snprintf(m->desc, sizeof(m->desc), "input %dx%dx%d", h, w, c);
-
-	for (int i = 0; i < spec->nlayers; i++) {
-		const struct layer_spec *s = &spec->layers[i];
-		struct layer *l = &m->layers[i];
-		int units = s->units == UNITS_CLASSES ? m->classes : s->units;
-
-		l->kind = s->kind;
-		l->relu = s->relu;
-		l->in_h = h, l->in_w = w, l->in_c = c;
-		switch (s->kind) {
-		case LAYER_CONV2D:
-			if (h < s->k || w < s->k)
-				return err_set(err, "input %dx%d is smaller than the %dx%d kernel",
-				               h, w, s->k, s->k);
-			l->kh = l->kw = s->k;
-			l->out_h = h - s->k + 1, l->out_w = w - s->k + 1, l->out_c = units;
-			l->w_len = (size_t)s->k * s->k * c * units;
-			l->b_len = (size_t)units;
-			n += snprintf(m->desc + n, sizeof(m->desc) - n, "; conv2d %dx%dx%d->%d%s",
-			              s->k, s->k, c, units, s->relu ? " relu" : "");
-			break;
-		case LAYER_MAXPOOL2:
-			if (h < 2 || w < 2)
-				return err_set(err, "input %dx%d is too small to pool", h, w);
-			l->out_h = h / 2, l->out_w = w / 2, l->out_c = c;
-			n += snprintf(m->desc + n, sizeof(m->desc) - n, "; maxpool 2x2");
-			break;
-		case LAYER_DENSE:
-			l->out_h = l->out_w = 1, l->out_c = units;
-			l->w_len = (size_t)units * h * w * c;
-			l->b_len = (size_t)units;
-			n += snprintf(m->desc + n, sizeof(m->desc) - n, "; dense %d->%d%s",
-			              h * w * c, units, s->relu ? " relu" : "");
-			break;
-		}
-		l->in_len = (size_t)l->in_h * l->in_w * l->in_c;
-		l->out_len = (size_t)l->out_h * l->out_w * l->out_c;
-		l->w_off = off;
-		l->b_off = off + l->w_len;
-		off += l->w_len + l->b_len;
-		h = l->out_h, w = l->out_w, c = l->out_c;
+	for (int i = km->nlayers - 1; i >= 0; i--) {
+		const struct keras_layer *k = &km->layers[i];
+		if (k->kind == KERAS_FLATTEN || k->kind == KERAS_RESHAPE)
+			return KERAS_ACT_LINEAR; /* a new tensor: Keras' logits are gone */
+		if (k->kind != KERAS_DENSE && k->kind != KERAS_CONV2D &&
+		    k->kind != KERAS_ACTIVATION)
+			return KERAS_ACT_LINEAR;
+		if (k->act.kind == KERAS_ACT_SOFTMAX || k->act.kind == KERAS_ACT_SIGMOID)
+			return k->act.kind;
+		return KERAS_ACT_LINEAR;
 	}
-	m->nparams = off;
-	return 0;
+	return KERAS_ACT_LINEAR;
 }
 
-/* Carves the activation buffer: each layer's output and scratch, the logits'
- * gradient and two ping-pong buffers for the gradients between layers. With
- * base NULL it only counts. */
+void model_loss_reads(const struct keras_model *km, const struct loss_config *c, int *spec_logits,
+                      int *output_logits)
+{
+	enum keras_activation last = model_output_activation(km);
+	int categorical = c->kind == LOSS_SPARSE_CATEGORICAL_CROSSENTROPY ||
+	                  c->kind == LOSS_CATEGORICAL_CROSSENTROPY;
+	int crossentropy = categorical || c->kind == LOSS_BINARY_CROSSENTROPY;
+	/* Keras' softmax and sigmoid both leave their input on their output
+	 * (_keras_logits), and _get_logits takes it whichever the loss is. */
+	int logits_kept = crossentropy && last != KERAS_ACT_LINEAR;
+
+	*output_logits = logits_kept;
+	*spec_logits = logits_kept || (crossentropy && c->from_logits);
+}
+
+/* Whether a layer computes into pre and then its activation into out:
+ * every activation but none and ReLU (whose backward reads its output),
+ * and the last layer's when the loss reads its input; a last Activation
+ * layer whose input the loss reads copies that input there. */
+static int keeps_pre(const struct model *m, int i)
+{
+	const struct layer *l = &m->layers[i];
+
+	if (l->kind == LAYER_ACTIVATION)
+		return i == m->nlayers - 1 && m->output_logits;
+	if (l->kind != LAYER_CONV2D && l->kind != LAYER_DENSE)
+		return 0;
+	if (i == m->nlayers - 1 && m->output_logits)
+		return l->act.kind != KERAS_ACT_LINEAR;
+	return l->act.kind != KERAS_ACT_LINEAR && l->act.kind != KERAS_ACT_RELU;
+}
+
+/* Carves the activation buffer: each layer's output and scratch, the
+ * logits' gradient and two ping-pong buffers for the gradients between
+ * layers. With base NULL it only counts. */
 static size_t carve_acts(struct model *m, float *base)
 {
-	size_t off = 0, B = (size_t)m->max_batch, widest = 0;
+	size_t off = 0, B = (size_t)m->max_batch, widest = m->out_len;
 
+#define TAKE(ptr, n)                                                                               \
+	do {                                                                                       \
+		(ptr) = base ? base + off : NULL;                                                  \
+		off += (n);                                                                        \
+	} while (0)
 	for (int i = 0; i < m->nlayers; i++) {
 		struct layer *l = &m->layers[i];
-		l->out = base ? base + off : NULL;
-		off += B * l->out_len;
+		l->pre = l->cols = l->dcols = l->mean = l->invstd = NULL;
+		TAKE(l->out, B * l->out_len);
+		if (keeps_pre(m, i))
+			TAKE(l->pre, B * l->out_len);
 		if (l->kind == LAYER_CONV2D) {
-			size_t cols = (size_t)conv_cols_len((int)B, l->in_h, l->in_w, l->in_c,
-			                                    l->kh, l->kw, l->out_c);
-			l->cols = base ? base + off : NULL;
-			off += cols;
-			l->dcols = NULL;
-			if (i > 0) {
-				l->dcols = base ? base + off : NULL;
-				off += cols;
-			}
+			size_t cols = (size_t)conv_geom_cols_len(&l->conv, (int)B);
+			TAKE(l->cols, cols);
+			if (i > 0)
+				TAKE(l->dcols, cols);
+		}
+		if (l->kind == LAYER_BATCHNORM) {
+			TAKE(l->mean, (size_t)l->in_c);
+			TAKE(l->invstd, (size_t)l->in_c);
 		}
 		if (l->out_len > widest)
 			widest = l->out_len;
 		if (i > 0 && l->in_len > widest)
 			widest = l->in_len;
 	}
-	m->dlogits = base ? base + off : NULL;
-	off += B * m->classes;
-	for (int k = 0; k < 2; k++) {
-		m->dbuf[k] = base ? base + off : NULL;
-		off += B * widest;
-	}
+	TAKE(m->dlogits, B * m->out_len);
+	TAKE(m->dbuf[0], B * widest);
+	TAKE(m->dbuf[1], B * widest);
+#undef TAKE
 	return off;
 }
 
-/* The model name builds for such inputs, its layers planned and its size
- * checked, but without buffers: a struct to free(), or NULL with a
- * message. */
-static struct model *plan(const char *name, int in_h, int in_w, int in_c, int classes,
-                          int max_batch, char *err)
+/* The model km builds, its layers planned and its size checked, but
+ * without buffers: a struct to free(), or NULL with a message. */
+static struct model *plan(const struct keras_model *km, int max_batch, int output_logits, char *err)
 {
-	const struct model_spec *spec = NULL;
-	struct model *m = NULL;
+	struct model *m;
 
-	for (size_t i = 0; i < NUM_SPECS; i++)
-		if (strcmp(MODEL_SPECS[i].name, name) == 0)
-			spec = &MODEL_SPECS[i];
-	if (!spec) {
-		err_set(err, "unknown model '%s' (known: %s)", name, model_names());
-		return NULL;
-	}
-	if (in_h < 1 || in_w < 1 || in_c < 1 || classes < 2 || max_batch < 1) {
-		err_set(err, "model '%s': bad shape %dx%dx%d, %d classes, batch %d", name, in_h,
-		        in_w, in_c, classes, max_batch);
+	if (max_batch < 1) {
+		err_set(err, "model '%s': batch %d", km->name, max_batch);
 		return NULL;
 	}
 	m = xcalloc(1, sizeof(*m));
-	snprintf(m->name, sizeof(m->name), "%s", spec->name);
-	m->in_h = in_h, m->in_w = in_w, m->in_c = in_c;
-	m->classes = classes;
+	snprintf(m->name, sizeof(m->name), "%s", km->name);
 	m->max_batch = max_batch;
-	m->nlayers = spec->nlayers;
-	if (plan_layers(m, spec, err) < 0) {
-		err_prefix(err, "model '%s'", name);
+	m->output_logits = output_logits;
+	if (model_plan_layers(m, km, err) < 0) {
+		err_prefix(err, "model '%s'", km->name);
 		free(m);
 		return NULL;
 	}
-	m->arch_hash = hash_fnv1a64(HASH_FNV1A64_INIT, m->desc, strlen(m->desc));
+	if (output_logits && m->layers[m->nlayers - 1].act.kind == KERAS_ACT_LINEAR)
+		m->output_logits = 0;
 	m->nacts = carve_acts(m, NULL);
-	double bytes = (2.0 * (double)m->nparams + (double)m->nacts) * sizeof(float);
-	if (bytes > (double)MODEL_MAX_BYTES) {
-		err_set(err, "model '%s' on %dx%dx%d inputs at batch %d needs %.1f GiB, over %.0f",
-		        name, in_h, in_w, in_c, max_batch, bytes / (1 << 30),
-		        (double)MODEL_MAX_BYTES / (1 << 30));
+	double bytes =
+	    (2.0 * (double)m->nparams + (double)m->nstats + (double)m->nstate + (double)m->nacts) *
+	    sizeof(float);
+	/* Refused before anything is allocated: over the cap of a model, or
+	 * over what this process may take (a container's limit), where the
+	 * allocation would fail or the kernel kill it. */
+	double cap = (double)MODEL_MAX_BYTES, here = (double)tensor_mem_limit();
+	if (bytes > cap || bytes > here) {
+		err_set(err, "model '%s' at batch %d needs %.1f GiB, over the %.1f GiB %s",
+		        km->name, max_batch, bytes / (1 << 30),
+		        (here < cap ? here : cap) / (1 << 30),
+		        here < cap ? "this process may use" : "a model may take");
 		free(m);
 		return NULL;
 	}
 	return m;
 }
 
-int model_plan(const char *name, int in_h, int in_w, int in_c, int classes, int max_batch,
-               size_t *nparams, uint64_t *arch_hash, char *err)
+int model_plan(const struct keras_model *km, int max_batch, int output_logits,
+               struct model_size *out, char *err)
 {
-	struct model *m = plan(name, in_h, in_w, in_c, classes, max_batch, err);
+	struct model *m = plan(km, max_batch, output_logits, err);
 
 	if (!m)
 		return -1;
-	*nparams = m->nparams;
-	*arch_hash = m->arch_hash;
+	*out = (struct model_size){m->nparams, m->nstate, m->arch_hash,
+	                           (2 * m->nparams + m->nstats + m->nstate + m->nacts) *
+	                               sizeof(float)};
 	free(m);
 	return 0;
 }
 
-struct model *model_new(const char *name, int in_h, int in_w, int in_c, int classes, int max_batch,
-                        char *err)
+struct model *model_new(const struct keras_model *km, int max_batch, int output_logits, char *err)
 {
-	struct model *m = plan(name, in_h, in_w, in_c, classes, max_batch, err);
+	struct model *m = plan(km, max_batch, output_logits, err);
 
 	if (!m)
 		return NULL;
 	m->params = tensor_alloc(m->nparams);
-	m->grads = tensor_alloc(m->nparams);
+	m->grads = tensor_alloc(m->nparams + m->nstats);
+	m->state = tensor_alloc(m->nstate);
 	m->acts = tensor_alloc(m->nacts);
 	carve_acts(m, m->acts);
 	return m;
@@ -217,113 +175,254 @@ void model_free(struct model *m)
 		return;
 	tensor_free(m->params);
 	tensor_free(m->grads);
+	tensor_free(m->state);
 	tensor_free(m->acts);
 	free(m);
 }
 
-void model_init_params(struct model *m, uint64_t seed)
-{
-	struct rng r;
+/* --- The forward pass --- */
 
-	rng_init(&r, seed, 0);
-	memset(m->params, 0, m->nparams * sizeof(float));
-	for (int i = 0; i < m->nlayers; i++) {
-		const struct layer *l = &m->layers[i];
-		double fan_in, fan_out;
-		if (l->w_len == 0)
-			continue;
-		if (l->kind == LAYER_CONV2D) {
-			fan_in = (double)l->kh * l->kw * l->in_c;
-			fan_out = (double)l->kh * l->kw * l->out_c;
-		} else {
-			fan_in = (double)l->in_len;
-			fan_out = (double)l->out_c;
-		}
-		float limit = (float)sqrt(6.0 / (fan_in + fan_out));
-		for (size_t j = 0; j < l->w_len; j++)
-			m->params[l->w_off + j] = rng_uniform(&r, -limit, limit);
+/* Rows of the last axis a layer's output has in a batch of B. */
+static size_t rows_of(const struct layer *l, int B)
+{
+	return (size_t)B * (size_t)l->out_h * (size_t)l->out_w;
+}
+
+/* The activation of a conv or dense layer, from pre (when kept) into out. */
+static void activate(const struct layer *l, int B)
+{
+	if (l->pre)
+		act_forward(l->out, l->pre, rows_of(l, B), (size_t)l->out_c, &l->act);
+}
+
+static void batchnorm_forward(struct model *m, struct layer *l, const float *in, int B)
+{
+	const float *gamma = l->scale ? m->params + l->w_off : NULL;
+	const float *beta = l->center ? m->params + l->b_off : NULL;
+	size_t N = (size_t)B * l->in_h * l->in_w;
+	int C = l->in_c;
+
+	if (!m->pass.training) {
+		batchnorm_forward_infer(l->out, in, gamma, beta, m->state + l->s_off,
+		                        m->state + l->s_off + C, N, C, l->epsilon);
+		return;
+	}
+	/* The batch's mean and variance also go where the gradients'
+	 * all-reduce sums them (model.h). */
+	float *stats = m->grads + m->nparams + l->st_off;
+	batchnorm_forward_train(l->out, l->mean, stats + C, l->invstd, in, gamma, beta, N, C,
+	                        l->epsilon);
+	memcpy(stats, l->mean, (size_t)C * sizeof(float));
+}
+
+static void layer_forward(struct model *m, struct layer *l, const float *in, int B)
+{
+	const float *w = m->params + l->w_off;
+	const float *b = l->b_len ? m->params + l->b_off : NULL;
+	float *dst = l->pre ? l->pre : l->out;
+
+	switch (l->kind) {
+	case LAYER_CONV2D:
+		conv_forward_geom(dst, l->cols, in, w, B, &l->conv, l->relu && !l->pre);
+		activate(l, B);
+		break;
+	case LAYER_DENSE:
+		dense_forward(dst, in, w, b, (int)rows_of(l, B), l->units_in, l->out_c);
+		if (l->relu && !l->pre)
+			relu_forward(dst, (size_t)B * l->out_len);
+		activate(l, B);
+		break;
+	case LAYER_MAXPOOL2:
+		maxpool_forward(l->out, in, B, l->in_h, l->in_w, l->in_c);
+		break;
+	case LAYER_MAXPOOL:
+		maxpool_forward_geom(l->out, in, B, &l->pool);
+		break;
+	case LAYER_AVGPOOL:
+		avgpool_forward_geom(l->out, in, B, &l->pool);
+		break;
+	case LAYER_GLOBAL_AVGPOOL:
+		global_avgpool_forward(l->out, in, B, l->in_h * l->in_w, l->in_c);
+		break;
+	case LAYER_DROPOUT:
+		if (m->pass.training)
+			dropout_forward(l->out, in, B, l->in_len, l->key, m->pass.pos, l->rate);
+		else
+			memcpy(l->out, in, (size_t)B * l->in_len * sizeof(float));
+		break;
+	case LAYER_ACTIVATION:
+		if (l->pre) /* the loss reads it: model_logits */
+			memcpy(l->pre, in, (size_t)B * l->in_len * sizeof(float));
+		act_forward(l->out, in, rows_of(l, B), (size_t)l->out_c, &l->act);
+		break;
+	case LAYER_BATCHNORM:
+		batchnorm_forward(m, l, in, B);
+		break;
 	}
 }
 
-void model_forward(struct model *m, const float *x, int B)
+void model_forward(struct model *m, const float *x, int B, const struct model_pass *pass)
 {
 	const float *in = x;
 
+	m->pass = pass ? *pass : (struct model_pass){0, 0};
 	for (int i = 0; i < m->nlayers; i++) {
 		struct layer *l = &m->layers[i];
-		const float *w = m->params + l->w_off, *b = m->params + l->b_off;
-		switch (l->kind) {
-		case LAYER_CONV2D:
-			conv_forward(l->out, l->cols, in, w, B, l->in_h, l->in_w, l->in_c, l->kh,
-			             l->kw, l->out_c, l->relu);
-			break;
-		case LAYER_MAXPOOL2:
-			maxpool_forward(l->out, in, B, l->in_h, l->in_w, l->in_c);
-			break;
-		case LAYER_DENSE:
-			dense_forward(l->out, in, w, b, B, (int)l->in_len, l->out_c);
-			if (l->relu)
-				relu_forward(l->out, (size_t)B * l->out_len);
-			break;
-		}
+		layer_forward(m, l, in, B);
 		in = l->out;
 	}
 }
 
 const float *model_logits(const struct model *m)
 {
+	const struct layer *l = &m->layers[m->nlayers - 1];
+
+	return m->output_logits && l->pre ? l->pre : l->out;
+}
+
+const float *model_outputs(const struct model *m)
+{
 	return m->layers[m->nlayers - 1].out;
 }
+
+/* --- The backward pass --- */
 
 /* Whether layer i, computing the gradient of its input, can also apply the
  * backward pass of the ReLU that produced that input, saving a pass. */
 static int absorbs_input_relu(const struct model *m, int i)
 {
-	return i > 0 && m->layers[i - 1].relu &&
+	return i > 0 && m->layers[i - 1].relu && !m->layers[i - 1].pre &&
 	       (m->layers[i].kind == LAYER_DENSE || m->layers[i].kind == LAYER_MAXPOOL2);
+}
+
+/* The gradient of a conv or dense layer's output, dout, into that of its
+ * activation's input, in place; nothing where the loss gave it already
+ * (the last layer's logits) or the next layer applied the ReLU. */
+static void activation_backward(const struct model *m, int i, float *dout, int B, int relu_done)
+{
+	const struct layer *l = &m->layers[i];
+
+	if (i == m->nlayers - 1 && m->output_logits)
+		return;
+	if (l->relu && !relu_done)
+		relu_backward(dout, l->out, (size_t)B * l->out_len);
+	else if (l->pre)
+		act_backward(dout, dout, l->out, l->pre, rows_of(l, B), (size_t)l->out_c, &l->act);
+}
+
+static void report(grad_ready_fn on_grads, void *ctx, size_t off, size_t n)
+{
+	if (on_grads && n) {
+		struct grad_slice s = {off, 1, n, n};
+		on_grads(ctx, &s);
+	}
+}
+
+struct backward_step {
+	struct model *m;
+	int B, zeroed;
+	grad_ready_fn on_grads;
+	void *ctx;
+};
+
+/* Layer i's backward pass: its gradients, din when not NULL. */
+static void layer_backward(const struct backward_step *st, int i, float *din, const float *dout,
+                           const float *in)
+{
+	struct model *m = st->m;
+	struct layer *l = &m->layers[i];
+	float *dw = m->grads + l->w_off, *db = l->b_len ? m->grads + l->b_off : NULL;
+	const float *w = m->params + l->w_off;
+	int B = st->B, flags = absorbs_input_relu(m, i) ? DENSE_MASK_BY_INPUT : 0;
+	size_t N = (size_t)B * l->in_h * l->in_w;
+
+	switch (l->kind) {
+	case LAYER_CONV2D:
+		conv_backward_geom(dw, din, l->dcols, dout, in, l->cols, w, B, &l->conv);
+		report(st->on_grads, st->ctx, l->w_off, l->w_len + l->b_len);
+		break;
+	case LAYER_DENSE:
+		/* Reports its slices itself, block by block. */
+		dense_backward(dw, db, din, dout, in, w, (int)rows_of(l, B), l->units_in, l->out_c,
+		               flags | st->zeroed, st->on_grads, st->ctx, l->w_off);
+		break;
+	case LAYER_MAXPOOL2:
+		if (din)
+			maxpool_backward(din, dout, in, l->out, B, l->in_h, l->in_w, l->in_c,
+			                 flags != 0);
+		break;
+	case LAYER_MAXPOOL:
+		if (din)
+			maxpool_backward_geom(din, dout, in, l->out, B, &l->pool);
+		break;
+	case LAYER_AVGPOOL:
+		if (din)
+			avgpool_backward_geom(din, dout, B, &l->pool);
+		break;
+	case LAYER_GLOBAL_AVGPOOL:
+		if (din)
+			global_avgpool_backward(din, dout, B, l->in_h * l->in_w, l->in_c);
+		break;
+	case LAYER_DROPOUT:
+		if (din)
+			dropout_backward(din, dout, B, l->in_len, l->key, m->pass.pos, l->rate);
+		break;
+	case LAYER_ACTIVATION:
+		if (!din)
+			break;
+		if (i == m->nlayers - 1 && m->output_logits)
+			memcpy(din, dout, (size_t)B * l->in_len * sizeof(float));
+		else
+			act_backward(din, dout, l->out, in, rows_of(l, B), (size_t)l->out_c,
+			             &l->act);
+		break;
+	case LAYER_BATCHNORM:
+		/* The first layer needs no input gradient: the spare buffer
+		 * takes it. */
+		batchnorm_backward(din ? din : m->dbuf[dout == m->dbuf[0] ? 1 : 0],
+		                   l->scale ? dw : NULL, l->center ? m->grads + l->b_off : NULL,
+		                   dout, in, l->mean, l->invstd, l->scale ? w : NULL, N, l->in_c);
+		report(st->on_grads, st->ctx, l->w_off, l->w_len + l->b_len);
+		report(st->on_grads, st->ctx, m->nparams + l->st_off, 2 * (size_t)l->in_c);
+		break;
+	}
 }
 
 void model_backward(struct model *m, const float *x, int B, grad_ready_fn on_grads, void *ctx)
 {
 	float *dout = m->dlogits;
 	int relu_done = 0; /* dout already has this layer's ReLU applied */
-	int zeroed = m->grads_zeroed ? DENSE_DW_ZEROED : 0;
+	struct backward_step st = {m, B, m->grads_zeroed ? DENSE_DW_ZEROED : 0, on_grads, ctx};
 
 	m->grads_zeroed = 0;
 	for (int i = m->nlayers - 1; i >= 0; i--) {
 		struct layer *l = &m->layers[i];
 		const float *in = i > 0 ? m->layers[i - 1].out : x;
 		float *din = i > 0 ? (dout == m->dbuf[0] ? m->dbuf[1] : m->dbuf[0]) : NULL;
-		float *dw = m->grads + l->w_off, *db = m->grads + l->b_off;
-		const float *w = m->params + l->w_off;
-		int absorb = absorbs_input_relu(m, i);
-
-		if (l->relu && !relu_done)
-			relu_backward(dout, l->out, (size_t)B * l->out_len);
-		switch (l->kind) {
-		case LAYER_CONV2D:
-			conv_backward(dw, din, l->dcols, dout, in, l->cols, w, B, l->in_h, l->in_w,
-			              l->in_c, l->kh, l->kw, l->out_c);
-			break;
-		case LAYER_MAXPOOL2:
-			if (din)
-				maxpool_backward(din, dout, in, l->out, B, l->in_h, l->in_w,
-				                 l->in_c, absorb);
-			break;
-		case LAYER_DENSE:
-			/* Reports its slices itself, block by block. */
-			dense_backward(dw, db, din, dout, in, w, B, (int)l->in_len, l->out_c,
-			               (absorb ? DENSE_MASK_BY_INPUT : 0) | zeroed, on_grads, ctx,
-			               l->w_off);
-			break;
-		}
-		if (on_grads && l->kind == LAYER_CONV2D) {
-			size_t n = l->w_len + l->b_len;
-			struct grad_slice s = {l->w_off, 1, n, n};
-			on_grads(ctx, &s);
-		}
-		relu_done = absorb;
+		if (l->kind == LAYER_CONV2D || l->kind == LAYER_DENSE)
+			activation_backward(m, i, dout, B, relu_done);
+		layer_backward(&st, i, din, dout, in);
+		relu_done = absorbs_input_relu(m, i);
 		dout = din;
+	}
+}
+
+void model_update_state(struct model *m, int world)
+{
+	for (int i = 0; i < m->nlayers; i++) {
+		struct layer *l = &m->layers[i];
+		if (l->kind != LAYER_BATCHNORM)
+			continue;
+		int C = l->in_c;
+		const float *stats = m->grads + m->nparams + l->st_off;
+		/* After the backward pass, mean and invstd are free. */
+		float *mean = l->mean, *var = l->invstd;
+		for (int c = 0; c < C; c++) {
+			mean[c] = world > 1 ? stats[c] / (float)world : stats[c];
+			var[c] = world > 1 ? stats[C + c] / (float)world : stats[C + c];
+		}
+		batchnorm_update_moving(m->state + l->s_off, m->state + l->s_off + C, mean, var, C,
+		                        l->momentum);
 	}
 }
 
@@ -337,7 +436,7 @@ double model_step_gemm_flops(const struct model *m, int B)
 		if (l->kind == LAYER_CONV2D)
 			macs = (double)B * l->out_h * l->out_w * l->out_c * l->kh * l->kw * l->in_c;
 		else if (l->kind == LAYER_DENSE)
-			macs = (double)B * l->in_len * l->out_c;
+			macs = (double)B * l->in_h * l->in_w * l->units_in * l->out_c;
 		else
 			continue;
 		/* forward, weight gradient, and the input gradient unless first */

@@ -15,7 +15,7 @@
 
 struct backup {
 	char dir[DIR_LEN];
-	size_t nparams;
+	size_t nparams, nstate;
 	int nslots;
 	struct checkpoint job; /* the copy being written; its buffers are owned */
 	uint64_t last_step;
@@ -37,7 +37,7 @@ static void write_job(struct backup *b)
 {
 	char err[ERR_LEN], path[DIR_LEN + 64];
 	double t0 = now_s();
-	size_t bytes = b->nparams * sizeof(float) * (size_t)(1 + b->nslots);
+	size_t bytes = (b->nparams * (size_t)(1 + b->nslots) + b->nstate) * sizeof(float);
 	int rc = checkpoint_save(b->dir, &b->job, err);
 
 	checkpoint_path(b->dir, b->job.pos.global_step, path, sizeof(path));
@@ -81,15 +81,18 @@ static void *writer(void *arg)
 	return NULL;
 }
 
-struct backup *backup_new(const char *dir, size_t nparams, int nslots)
+struct backup *backup_new(const char *dir, size_t nparams, size_t nstate, int nslots)
 {
 	struct backup *b = xcalloc(1, sizeof(*b));
 
 	snprintf(b->dir, sizeof(b->dir), "%s", dir);
 	b->nparams = nparams;
+	b->nstate = nstate;
 	b->nslots = nslots;
 	b->last_step = BACKUP_NONE;
 	b->job.params = tensor_alloc(nparams);
+	if (nstate)
+		b->job.model_state = tensor_alloc(nstate);
 	if (nslots)
 		b->job.opt_state = tensor_alloc((size_t)nslots * nparams);
 	pthread_mutex_init(&b->mu, NULL);
@@ -113,6 +116,7 @@ void backup_free(struct backup *b)
 	pthread_cond_destroy(&b->work);
 	pthread_cond_destroy(&b->idle);
 	tensor_free(b->job.params);
+	tensor_free(b->job.model_state);
 	tensor_free(b->job.opt_state);
 	free(b);
 }
@@ -131,14 +135,17 @@ int backup_wait(struct backup *b)
 
 void backup_start(struct backup *b, const struct checkpoint *c)
 {
-	float *params = b->job.params, *state = b->job.opt_state;
+	float *params = b->job.params, *state = b->job.opt_state, *model = b->job.model_state;
 
 	backup_wait(b);
 	/* The writer is idle: the copy is this thread's until busy is set. */
 	b->job = *c;
 	b->job.params = params;
+	b->job.model_state = model;
 	b->job.opt_state = state;
 	memcpy(params, c->params, b->nparams * sizeof(float));
+	if (b->nstate)
+		memcpy(model, c->model_state, b->nstate * sizeof(float));
 	if (b->nslots)
 		memcpy(state, c->opt_state, (size_t)b->nslots * b->nparams * sizeof(float));
 	b->last_step = c->pos.global_step;

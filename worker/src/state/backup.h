@@ -19,10 +19,12 @@
 
 struct backup;
 
-/* A writer of backups into dir for a model of nparams parameters and an
- * optimizer with nslots state slots. dir is copied. Freed with backup_free,
+/* A writer of backups into dir for a model of nparams parameters and
+ * nstate floats of state (model.h), and an optimizer with nslots state
+ * slots; backup_start copies all three, so that training goes on while
+ * the copy is written. dir is copied. Freed with backup_free,
  * which waits for a write in flight (NULL accepted). */
-struct backup *backup_new(const char *dir, size_t nparams, int nslots);
+struct backup *backup_new(const char *dir, size_t nparams, size_t nstate, int nslots);
 void backup_free(struct backup *b);
 
 /* Copies c, its parameters and its optimizer state, and starts writing

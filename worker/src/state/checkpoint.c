@@ -22,7 +22,9 @@
 
 static const unsigned char MAGIC[8] = {'M', 'W', 'J', 'B', 'A', 'C', 'K', 'P'};
 #define PREFIX_LEN  16 /* magic, version, header length */
-#define SUMS_LEN    (3 * sizeof(double))
+#define SUMS_LEN    (METRICS_WORDS * sizeof(double))
+#define SUMS_LEN_V1 (3 * sizeof(double)) /* loss, correct, count */
+#define MAX_STATE   ((int64_t)1 << 40)
 #define TRAILER_LEN 4
 #define HEADER_MAX  65536 /* a real header is about 400 bytes */
 #define HEAD_LEN    (PREFIX_LEN + HEADER_MAX)
@@ -44,6 +46,7 @@ static char *header_json(const struct checkpoint *c)
 	cJSON_AddStringToObject(o, "model", c->model);
 	cJSON_AddStringToObject(o, "arch_hash", hash);
 	cJSON_AddNumberToObject(o, "num_params", (double)c->nparams);
+	cJSON_AddNumberToObject(o, "model_state", (double)c->nstate);
 	cJSON_AddStringToObject(o, "optimizer", optimizer_name(c->optimizer));
 	cJSON_AddNumberToObject(o, "state_slots", c->nslots);
 	snprintf(num, sizeof(num), "%" PRIu64, c->iterations);
@@ -78,6 +81,8 @@ static int check_savable(const struct checkpoint *c, const char *path, char *err
 		return err_set(err, "'%s': %zu parameters", path, c->nparams);
 	if (c->nslots < 0 || c->nslots > MAX_SLOTS || (c->nslots > 0 && !c->opt_state))
 		return err_set(err, "'%s': %d optimizer state slots", path, c->nslots);
+	if ((uint64_t)c->nstate > (uint64_t)MAX_STATE || (c->nstate > 0 && !c->model_state))
+		return err_set(err, "'%s': %zu floats of model state", path, c->nstate);
 	if (!memchr(c->model, '\0', sizeof(c->model)))
 		return err_set(err, "'%s': model name not terminated", path);
 	return 0;
@@ -87,8 +92,9 @@ int checkpoint_save(const char *dir, const struct checkpoint *c, char *err)
 {
 	char path[PATH_MAX], ignored[ERR_LEN];
 	unsigned char prefix[PREFIX_LEN], trailer[TRAILER_LEN];
-	double sums[3] = {c->pos.sums.loss_sum, c->pos.sums.correct, c->pos.sums.count};
+	double sums[METRICS_WORDS];
 	size_t params_len = c->nparams * sizeof(float);
+	size_t model_len = c->nstate * sizeof(float);
 	size_t state_len = c->nslots > 0 ? (size_t)c->nslots * params_len : 0;
 	char *json;
 	size_t json_len;
@@ -99,6 +105,7 @@ int checkpoint_save(const char *dir, const struct checkpoint *c, char *err)
 		return err_set(err, "backup directory '%s': path too long", dir);
 	if (check_savable(c, path, err) < 0 || mkdir_p(dir, err) < 0)
 		return -1;
+	metrics_to_words(sums, &c->pos.sums);
 	json = header_json(c);
 	json_len = strlen(json);
 	memcpy(prefix, MAGIC, sizeof(MAGIC));
@@ -108,13 +115,15 @@ int checkpoint_save(const char *dir, const struct checkpoint *c, char *err)
 	crc = crc32c_update(crc, json, json_len);
 	crc = crc32c_update(crc, sums, sizeof(sums));
 	crc = crc32c_update(crc, c->params, params_len);
+	if (model_len)
+		crc = crc32c_update(crc, c->model_state, model_len);
 	if (state_len)
 		crc = crc32c_update(crc, c->opt_state, state_len);
 	bytes_put_le32(trailer, crc);
-	const void *bufs[] = {prefix, json, sums, c->params, c->opt_state, trailer};
-	const size_t lens[] = {sizeof(prefix), json_len,  sizeof(sums),
-	                       params_len,     state_len, sizeof(trailer)};
-	rc = atomic_file_writev(path, bufs, lens, 6, 0644, err);
+	const void *bufs[] = {prefix, json, sums, c->params, c->model_state, c->opt_state, trailer};
+	const size_t lens[] = {sizeof(prefix), json_len,  sizeof(sums),   params_len,
+	                       model_len,      state_len, sizeof(trailer)};
+	rc = atomic_file_writev(path, bufs, lens, 7, 0644, err);
 	free(json);
 	if (rc < 0)
 		return -1;
@@ -131,7 +140,7 @@ int checkpoint_save(const char *dir, const struct checkpoint *c, char *err)
  * rather than wraps. */
 static uint64_t max_len(const struct checkpoint *c)
 {
-	uint64_t fixed = HEAD_LEN + SUMS_LEN + TRAILER_LEN;
+	uint64_t fixed = HEAD_LEN + SUMS_LEN + TRAILER_LEN + sizeof(float) * (uint64_t)c->nstate;
 	uint64_t per_param = sizeof(float) * (uint64_t)(1 + (c->nslots > 0 ? c->nslots : 0));
 
 	if ((uint64_t)c->nparams > (UINT64_MAX - fixed) / per_param)
@@ -161,7 +170,7 @@ static int unless_damaged(struct crc_reader *rd, int rc, char *err)
 /* Reads and checks magic, length, version and header length, in that
  * order; a newer version is told from damage by the checksum. Returns 0
  * with the header length, CORRUPT or INCOMPATIBLE. */
-static int read_frame(struct crc_reader *rd, size_t *json_len, char *err)
+static int read_frame(struct crc_reader *rd, size_t *json_len, uint32_t *version_out, char *err)
 {
 	unsigned char prefix[PREFIX_LEN];
 	size_t have = rd->len < PREFIX_LEN ? (size_t)rd->len : PREFIX_LEN;
@@ -180,7 +189,8 @@ static int read_frame(struct crc_reader *rd, size_t *json_len, char *err)
 		return CHECKPOINT_CORRUPT;
 	}
 	version = bytes_get_le32(prefix + 8);
-	if (version != CHECKPOINT_VERSION) {
+	*version_out = version;
+	if (version != CHECKPOINT_VERSION && version != 1) {
 		err_set(err,
 		        "'%s': unsupported backup format version %" PRIu32 " (this build reads %d)",
 		        rd->path, version, CHECKPOINT_VERSION);
@@ -188,8 +198,9 @@ static int read_frame(struct crc_reader *rd, size_t *json_len, char *err)
 	}
 	*json_len = bytes_get_le32(prefix + 12);
 	/* Length first: the subtraction must not wrap. */
-	if (rd->len < PREFIX_LEN + SUMS_LEN + TRAILER_LEN ||
-	    *json_len > rd->len - PREFIX_LEN - SUMS_LEN - TRAILER_LEN) {
+	size_t sums_len = version == 1 ? SUMS_LEN_V1 : SUMS_LEN;
+	if (rd->len < PREFIX_LEN + sums_len + TRAILER_LEN ||
+	    *json_len > rd->len - PREFIX_LEN - sums_len - TRAILER_LEN) {
 		err_set(err, "'%s': truncated: header claims %zu bytes, the file has %" PRIu64,
 		        rd->path, *json_len, rd->len);
 		return CHECKPOINT_CORRUPT;
@@ -240,10 +251,11 @@ static int parse_hash(const char *s, uint64_t *out)
 }
 
 /* Reads what a backup must match, into got; *opt is borrowed from h. */
-static int read_model(const cJSON *h, struct checkpoint *got, const char **opt, char *err)
+static int read_model(const cJSON *h, uint32_t frame_version, struct checkpoint *got,
+                      const char **opt, char *err)
 {
 	const char *format, *model, *hash;
-	int64_t version, nparams, nslots;
+	int64_t version, nparams, nslots, nstate = 0;
 
 	if (json_get_string(h, "", "format", &format, err) < 0)
 		return -1;
@@ -251,14 +263,15 @@ static int read_model(const cJSON *h, struct checkpoint *got, const char **opt, 
 		return err_set(err, "'format' is '%.64s', expected 'mwj-backup'", format);
 	if (json_get_i64(h, "", "version", 0, INT32_MAX, &version, err) < 0)
 		return -1;
-	if (version != CHECKPOINT_VERSION)
-		return err_set(err, "'version' is %" PRId64 " but the prefix says %d", version,
-		               CHECKPOINT_VERSION);
+	if (version != (int64_t)frame_version)
+		return err_set(err, "'version' is %" PRId64 " but the prefix says %" PRIu32,
+		               version, frame_version);
 	if (json_get_string(h, "", "model", &model, err) < 0 ||
 	    json_get_string(h, "", "arch_hash", &hash, err) < 0 ||
 	    json_get_i64(h, "", "num_params", 1, INT64_MAX, &nparams, err) < 0 ||
 	    json_get_string(h, "", "optimizer", opt, err) < 0 ||
-	    json_get_i64(h, "", "state_slots", 0, MAX_SLOTS, &nslots, err) < 0)
+	    json_get_i64(h, "", "state_slots", 0, MAX_SLOTS, &nslots, err) < 0 ||
+	    (version > 1 && json_get_i64(h, "", "model_state", 0, MAX_STATE, &nstate, err) < 0))
 		return -1;
 	/* Compared whole, not cut to fit: a longer name is another model. */
 	if (strlen(model) >= sizeof(got->model))
@@ -267,6 +280,7 @@ static int read_model(const cJSON *h, struct checkpoint *got, const char **opt, 
 		return err_set(err, "'arch_hash' must be 16 lower-case hex digits");
 	memcpy(got->model, model, strlen(model) + 1);
 	got->nparams = (size_t)nparams;
+	got->nstate = (size_t)nstate;
 	got->nslots = (int)nslots;
 	return 0;
 }
@@ -300,14 +314,19 @@ static int check_fits(const struct checkpoint *got, const char *opt, const struc
 {
 	enum optimizer_kind kind;
 
-	if (strcmp(got->model, c->model) != 0 || got->arch_hash != c->arch_hash ||
-	    got->nparams != c->nparams) {
-		err_set(err,
-		        "'%s': backup is of model '%s' (architecture %016" PRIx64
-		        ", %zu parameters)"
-		        ", this run trains '%s' (architecture %016" PRIx64 ", %zu parameters)",
-		        path, got->model, got->arch_hash, got->nparams, c->model, c->arch_hash,
-		        c->nparams);
+	/* The architecture is the model; its name is for people (mwj 0.1 wrote
+	 * the seed models' short names, its Keras files are "sequential"). */
+	if (got->arch_hash != c->arch_hash || got->nparams != c->nparams ||
+	    got->nstate != c->nstate) {
+		/* The state too: a file that differs from this run in nothing
+		 * else would otherwise be refused naming two equal models. */
+		err_set(
+		    err,
+		    "'%s': backup is of model '%s' (architecture %016" PRIx64
+		    ", %zu parameters, %zu floats of state), this run trains '%s' (architecture "
+		    "%016" PRIx64 ", %zu parameters, %zu floats of state)",
+		    path, got->model, got->arch_hash, got->nparams, got->nstate, c->model,
+		    c->arch_hash, c->nparams, c->nstate);
 		return CHECKPOINT_INCOMPATIBLE;
 	}
 	/* An optimizer this build does not know is a newer writer's, not
@@ -326,11 +345,18 @@ static int check_fits(const struct checkpoint *got, const char *opt, const struc
 /* Compares the file's length with the one its header implies, before
  * anything past the header is read: a file longer or shorter than that is
  * damaged, however sound its checksum. */
-static int check_length(const struct crc_reader *rd, size_t json_len, const struct checkpoint *got,
-                        char *err)
+static int check_length(const struct crc_reader *rd, size_t json_len, size_t sums_len,
+                        const struct checkpoint *got, char *err)
 {
 	uint64_t per_param = sizeof(float) * (uint64_t)(1 + got->nslots);
-	uint64_t fixed = PREFIX_LEN + json_len + SUMS_LEN + TRAILER_LEN;
+	uint64_t fixed = PREFIX_LEN + json_len + sums_len + TRAILER_LEN;
+
+	if ((uint64_t)got->nstate > rd->len / sizeof(float))
+		return err_set(err,
+		               "'%s': truncated: %" PRIu64 " bytes, but its header describes %zu "
+		               "floats of model state",
+		               rd->path, rd->len, got->nstate);
+	fixed += sizeof(float) * (uint64_t)got->nstate;
 
 	/* nparams is bounded by the length first, so that the product cannot
 	 * wrap. */
@@ -350,8 +376,8 @@ static int check_length(const struct crc_reader *rd, size_t json_len, const stru
  * length (CORRUPT) and against the run c (INCOMPATIBLE). Fills got with
  * all but the metric sums and the buffers. A header refused on its own is
  * reported as the damage it most likely is when the checksum says so. */
-static int read_header(struct crc_reader *rd, size_t json_len, const struct checkpoint *c,
-                       struct checkpoint *got, char *err)
+static int read_header(struct crc_reader *rd, size_t json_len, uint32_t version,
+                       const struct checkpoint *c, struct checkpoint *got, char *err)
 {
 	const char *opt = NULL;
 	char why[ERR_LEN];
@@ -362,13 +388,13 @@ static int read_header(struct crc_reader *rd, size_t json_len, const struct chec
 	if (crc_reader_take(rd, text, json_len, err) < 0)
 		goto out;
 	h = json_parse(text, json_len, why);
-	if (!h || read_model(h, got, &opt, why) < 0 || read_position(h, got, why) < 0) {
+	if (!h || read_model(h, version, got, &opt, why) < 0 || read_position(h, got, why) < 0) {
 		err_set(err, "'%s': header: %s", rd->path, why);
 		if (rd->len <= max_len(c))
 			rc = unless_damaged(rd, rc, err);
 		goto out;
 	}
-	if (check_length(rd, json_len, got, err) < 0)
+	if (check_length(rd, json_len, version == 1 ? SUMS_LEN_V1 : SUMS_LEN, got, err) < 0)
 		goto out;
 	rc = check_fits(got, opt, c, rd->path, err);
 	if (rc == CHECKPOINT_INCOMPATIBLE)
@@ -381,14 +407,17 @@ out:
 
 /* Reads what follows the header into got's sums and c's buffers, and the
  * checksum over it all. */
-static int read_body(struct crc_reader *rd, struct checkpoint *c, struct checkpoint *got, char *err)
+static int read_body(struct crc_reader *rd, uint32_t version, struct checkpoint *c,
+                     struct checkpoint *got, char *err)
 {
-	double sums[3];
+	double sums[METRICS_WORDS] = {0};
 	size_t params_len = c->nparams * sizeof(float);
 	int sound;
 
-	if (crc_reader_take(rd, sums, SUMS_LEN, err) < 0 ||
+	if (crc_reader_take(rd, sums, version == 1 ? SUMS_LEN_V1 : SUMS_LEN, err) < 0 ||
 	    crc_reader_take(rd, c->params, params_len, err) < 0 ||
+	    (c->nstate > 0 &&
+	     crc_reader_take(rd, c->model_state, c->nstate * sizeof(float), err) < 0) ||
 	    (c->nslots > 0 &&
 	     crc_reader_take(rd, c->opt_state, (size_t)c->nslots * params_len, err) < 0))
 		return CHECKPOINT_CORRUPT;
@@ -399,7 +428,10 @@ static int read_body(struct crc_reader *rd, struct checkpoint *c, struct checkpo
 		err_set(err, "'%s': checksum mismatch (file is corrupt or truncated)", rd->path);
 		return CHECKPOINT_CORRUPT;
 	}
-	got->pos.sums = (struct metrics){sums[0], sums[1], sums[2]};
+	if (version == 1) /* loss, correct, count: the accuracy was the first metric */
+		got->pos.sums = (struct metrics){sums[0], sums[2], {sums[1]}};
+	else
+		metrics_from_words(&got->pos.sums, sums);
 	return 0;
 }
 
@@ -408,15 +440,16 @@ int checkpoint_load(const char *path, struct checkpoint *c, char *err)
 	struct checkpoint got = {0};
 	struct crc_reader rd;
 	size_t json_len = 0;
+	uint32_t version = 0;
 	int rc;
 
 	if (crc_reader_open(&rd, path, err) < 0)
 		return CHECKPOINT_CORRUPT;
-	rc = read_frame(&rd, &json_len, err);
+	rc = read_frame(&rd, &json_len, &version, err);
 	if (rc == 0)
-		rc = read_header(&rd, json_len, c, &got, err);
+		rc = read_header(&rd, json_len, version, c, &got, err);
 	if (rc == 0)
-		rc = read_body(&rd, c, &got, err);
+		rc = read_body(&rd, version, c, &got, err);
 	crc_reader_close(&rd);
 	if (rc < 0)
 		return rc;

@@ -8,24 +8,29 @@
  * keeps it and the newest older one, so that a backup that turns out to be
  * unreadable still has a predecessor.
  *
- * Format, version 1 (all integers little-endian):
+ * Format, version 2 (all integers little-endian):
  *   offset 0   8 bytes  magic "MWJBACKP"
- *          8   u32      format version (1)
+ *          8   u32      format version (2)
  *         12   u32      H, length of the JSON header
- *         16   H bytes  JSON header: {"format":"mwj-backup","version":1,
+ *         16   H bytes  JSON header: {"format":"mwj-backup","version":2,
  *                       "model":"cnn","arch_hash":"<16 hex digits>",
- *                       "num_params":N,"optimizer":"adam","state_slots":S,
- *                       "iterations":"<u64>","learning_rate":0.001,
- *                       "momentum":0,"seed":"<u64>","world":W,
- *                       "batch_size":B,"epoch":E,"step":K,
+ *                       "num_params":N,"model_state":S,"optimizer":"adam",
+ *                       "state_slots":K,"iterations":"<u64>",
+ *                       "learning_rate":0.001,"momentum":0,"seed":"<u64>",
+ *                       "world":W,"batch_size":B,"epoch":E,"step":K,
  *                       "global_step":"<u64>","examples":"<u64>"}
  *                       (64-bit counters are decimal strings: a JSON
  *                       number cannot hold all of them exactly)
- *     16 + H   3 f64    the running metric sums: loss, correct, count (kept
- *                       binary, so that they come back bit for bit)
+ *     16 + H   6 f64    the running metric sums: loss, examples, and four
+ *                       metrics' (kept binary, so that they come back bit
+ *                       for bit)
  *     ...      N f32    parameters, in the model's layer order
- *     ...      S*N f32  optimizer state, slot after slot
+ *     ...      S f32    the model's state (batch normalisation's moving
+ *                       statistics), in layer order
+ *     ...      K*N f32  optimizer state, slot after slot
  *     end - 4  u32      CRC-32C of every byte before it
+ * Version 1 (mwj 0.1) is read too: no model state, and three sums (loss,
+ * examples right, examples), the second of which is the accuracy's.
  * Every later version keeps the magic, the version field and the trailing
  * CRC where they are, so that a reader can tell "corrupt" from "newer".
  */
@@ -38,9 +43,9 @@
 #include "metrics.h"
 #include "optimizer.h"
 
-#define CHECKPOINT_VERSION     1
-#define CHECKPOINT_KEEP        2 /* backups left in the directory after a save */
-#define CHECKPOINT_NAME_LEN    32
+#define CHECKPOINT_VERSION     2
+#define CHECKPOINT_KEEP        2               /* backups left in the directory after a save */
+#define CHECKPOINT_NAME_LEN    128             /* KERAS_NAME_LEN */
 #define CHECKPOINT_MAX_FILES   64              /* checkpoint_list looks at no more than this */
 #define CHECKPOINT_STEP_DIGITS 12              /* of the global step in a file name */
 #define CHECKPOINT_STEP_MAX    999999999999ull /* the largest step a name holds */
@@ -61,22 +66,24 @@ struct train_position {
 	struct metrics sums;        /* of the epoch in progress */
 };
 
-/* One backup. What the file must match is the model (name, architecture
- * hash, parameter count) and the layout of the optimizer state (kind and
- * number of slots); the hyper-parameters it records are for the caller to
- * compare and report. */
+/* One backup. What the file must match is the model (architecture hash,
+ * parameter count, floats of state; the name is for people) and the
+ * layout of the optimizer state (kind and number of slots); the
+ * hyper-parameters it records are for the caller to compare and report. */
 struct checkpoint {
 	struct train_position pos;
 	uint64_t seed;
 	char model[CHECKPOINT_NAME_LEN];
 	uint64_t arch_hash;
 	size_t nparams;
+	size_t nstate; /* the model's state floats (model.h) */
 	enum optimizer_kind optimizer;
 	int nslots;
 	uint64_t iterations; /* optimizer steps begun (Adam's t) */
 	double learning_rate, momentum;
-	float *params;    /* (nparams), not owned */
-	float *opt_state; /* (nslots, nparams), not owned; NULL when nslots is 0 */
+	float *params;      /* (nparams), not owned */
+	float *model_state; /* (nstate), not owned; NULL when nstate is 0 */
+	float *opt_state;   /* (nslots, nparams), not owned; NULL when nslots is 0 */
 };
 
 /* Writes c as "<dir>/backup-<c->pos.global_step>.mwjb", creating dir if
@@ -98,8 +105,8 @@ int checkpoint_list(const char *dir, uint64_t *steps, int max, char *err);
 int checkpoint_path(const char *dir, uint64_t global_step, char *out, size_t n);
 
 /* Reads the backup at path into c. On entry c->model, arch_hash, nparams,
- * optimizer and nslots describe what this run builds, and params and
- * opt_state point at its buffers. Only a regular file is read, and only
+ * nstate, optimizer and nslots describe what this run builds, and params,
+ * model_state and opt_state point at its buffers. Only a regular file is read, and only
  * as far as its header when its length is not the one the header implies:
  * nothing is read whole, or held, for the file's sake. Returns 0 with
  * every field of c filled in; CHECKPOINT_CORRUPT (not a regular file, bad

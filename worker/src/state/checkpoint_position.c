@@ -36,19 +36,23 @@ static int check_counts(const struct train_position *p, char *err)
 }
 
 /* The running sums of the epoch in progress against its steps: each step
- * adds a global batch of examples, of which some were right. */
+ * adds a global batch of examples, and every loss and metric (accuracies,
+ * errors) is a sum of values that are not negative. */
 static int check_sums(const struct train_position *p, char *err)
 {
 	const struct metrics *m = &p->sums;
+	int bad = !isfinite(m->loss_sum) || !isfinite(m->count) || m->loss_sum < 0 ||
+	          m->count > (double)p->examples || m->count < (double)p->step ||
+	          (p->step == 0 && (m->count != 0 || m->loss_sum != 0));
 
-	if (!isfinite(m->loss_sum) || !isfinite(m->correct) || !isfinite(m->count) ||
-	    m->loss_sum < 0 || m->correct < 0 || m->correct > m->count ||
-	    m->count > (double)p->examples || m->count < (double)p->step ||
-	    (p->step == 0 && (m->count != 0 || m->loss_sum != 0)))
-		return err_set(err,
-		               "its running sums (loss %g, %g right of %g examples) do not fit its "
-		               "%ld step(s) of the epoch",
-		               m->loss_sum, m->correct, m->count, p->step);
+	for (int i = 0; i < METRICS_MAX; i++)
+		bad |= !isfinite(m->sums[i]) || m->sums[i] < 0 || (p->step == 0 && m->sums[i] != 0);
+	if (bad)
+		return err_set(
+		    err,
+		    "its running sums (loss %g, metrics %g %g %g %g over %g examples) do "
+		    "not fit its %ld step(s) of the epoch",
+		    m->loss_sum, m->sums[0], m->sums[1], m->sums[2], m->sums[3], m->count, p->step);
 	return 0;
 }
 

@@ -17,7 +17,7 @@
 #include "model.h"
 #include "optimizer.h"
 
-/* Makes p, m's parameters and o's state and step count equal on every rank
+/* Makes p, m's parameters and state, and o's state and step count equal on every rank
  * of c to those of the most advanced rank, whose number goes in *from. The
  * others receive into scratch (m's gradient buffer among it) and take the
  * state only once all of it has arrived, so a failure half-way leaves them
