@@ -271,11 +271,15 @@ check "I. a checkpoint mountPath over the ring key fails the job, InvalidSpec" \
 # K. The ring key is 0400 (0440 with the pod's fsGroup), in the worker
 # container only, and no ServiceAccount token is mounted.
 namespace keys
-peek='      - name: peek
+# The worker waits for peek to end: a worker that ends beside a running
+# sidecar has its pod deleted, and with it the logs read here.
+peek='        volumeMounts: [{name: handshake, mountPath: /handshake}]
+      - name: peek
         image: busybox:1.36
-        command: [sh, -c, "test -e /var/run/secrets/mwj/key && echo sees-key; exit 0"]'
-mini keyed 1 'stat -Lc "%a %g" $MWJ_JOB_SECRET_FILE; test -e /var/run/secrets/kubernetes.io/serviceaccount/token || echo no-token; exit 0' \
-	'' "$peek" | k -n keys apply -f - > /dev/null
+        volumeMounts: [{name: handshake, mountPath: /handshake}]
+        command: [sh, -c, "test -e /var/run/secrets/mwj/key && echo sees-key; touch /handshake/peeked; exit 0"]'
+mini keyed 1 'stat -Lc "%a %g" $MWJ_JOB_SECRET_FILE; test -e /var/run/secrets/kubernetes.io/serviceaccount/token || echo no-token; for i in $(seq 600); do test -e /handshake/peeked && break; sleep 0.1; done; exit 0' \
+	'      volumes: [{name: handshake, emptyDir: {}}]' "$peek" | k -n keys apply -f - > /dev/null
 key_mode() {
 	ends keys keyed Succeeded 60 || return 1
 	local out
