@@ -317,7 +317,7 @@ static int train_step(struct reference *r, const struct loss_spec *spec, struct 
 	struct model *m = c->m;
 	int B = r->batch, bad = 0;
 	double sums[1 + LOSS_MAX_METRICS] = {0};
-	struct model_pass pass = {1, (uint64_t)r->pos + (uint64_t)s * (uint64_t)B};
+	struct model_pass pass = {1, (uint64_t)r->pos + (uint64_t)s * (uint64_t)B, NULL};
 
 	model_forward(m, r->x.v, B, &pass);
 	if (s == 0)

@@ -161,25 +161,6 @@ static int resolve_loss(struct run *r, const struct train_config *cfg, char *err
 	return 0;
 }
 
-/* Synchronized batch normalisation needs collectives inside the passes,
- * which the backends do not run yet: alone it is the plain layer. */
-static int check_synchronized(const struct train_config *cfg, char *err)
-{
-	int world = cfg->cluster ? cfg->cluster->world : 1;
-
-	for (int i = 0; world > 1 && i < cfg->km->nlayers; i++) {
-		const struct keras_layer *k = &cfg->km->layers[i];
-		if (k->kind == KERAS_BATCH_NORMALIZATION && k->synchronized)
-			return err_set(
-			    err,
-			    "layer '%s' (%s): \"synchronized\": true across %d workers is "
-			    "not supported yet (each worker's own batch statistics are, "
-			    "as MultiWorkerMirroredStrategy's default)",
-			    k->name, k->class_name, world);
-	}
-	return 0;
-}
-
 static int run_setup(struct run *r, const struct train_config *cfg, char *err)
 {
 	struct loss_config lc = cfg->loss;
@@ -188,7 +169,7 @@ static int run_setup(struct run *r, const struct train_config *cfg, char *err)
 	/* On a GPU the host copy holds the state only, and no activations. */
 	r->cfg = cfg;
 	r->max_batch = r->device == DEVICE_CUDA ? 1 : cfg->batch_size;
-	if (check_synchronized(cfg, err) < 0 || load_data(r, cfg, err) < 0)
+	if (load_data(r, cfg, err) < 0)
 		return -1;
 	model_loss_reads(cfg->km, &lc, &spec_logits, &output_logits);
 	r->model = model_new(cfg->km, r->max_batch, output_logits, err);

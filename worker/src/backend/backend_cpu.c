@@ -11,7 +11,21 @@ struct cpu_backend {
 	struct reducer *reducer; /* NULL for a backend that only evaluates */
 	float *x;                /* (batch, in_len) */
 	float *y;                /* (batch, T) */
+	/* How synchronized batch normalisation meets the other workers, and
+	 * whether that failed in this step. */
+	struct model_sync sync;
+	int sync_failed;
+	char sync_err[ERR_LEN];
 };
+
+static int sync_sum(void *ctx, double *v, size_t n)
+{
+	struct cpu_backend *cb = ctx;
+
+	if (!cb->sync_failed && reducer_sum_now(cb->reducer, v, n, cb->sync_err) < 0)
+		cb->sync_failed = 1;
+	return cb->sync_failed ? -1 : 0;
+}
 
 /* Applies the optimizer to a slice whose gradients are final. The batch
  * statistics beyond the parameters are no gradients: model_update_state
@@ -37,7 +51,12 @@ static int cpu_step(struct backend *b, const struct backend_step *s, struct step
 	struct metrics sums = {0};
 
 	dataset_stream_gather(b->stream, cb->x, cb->y, s->pos, (uint32_t)b->batch);
-	model_forward(m, cb->x, b->batch, &(struct model_pass){1, s->pos});
+	/* Alone, a synchronized layer's batch is the global batch. */
+	cb->sync_failed = 0;
+	const struct model_sync *sync = b->comm->world > 1 && m->sync_sums ? &cb->sync : NULL;
+	model_forward(m, cb->x, b->batch, &(struct model_pass){1, s->pos, sync});
+	if (cb->sync_failed)
+		return err_set(err, "%s", cb->sync_err);
 	double l[1 + LOSS_MAX_METRICS] = {0};
 	loss_batch(m->dlogits, l, model_logits(m), model_outputs(m), cb->y, b->batch, b->loss,
 	           s->scale);
@@ -58,6 +77,8 @@ static int cpu_step(struct backend *b, const struct backend_step *s, struct step
 	model_backward(m, cb->x, b->batch, reducer_grad_ready, cb->reducer);
 	if (reducer_finish(cb->reducer, err) < 0)
 		return -1;
+	if (cb->sync_failed)
+		return err_set(err, "%s", cb->sync_err);
 	if (!alone)
 		optimizer_step(b->opt, m->params, m->grads);
 	model_update_state(m, b->comm->world);
@@ -116,6 +137,7 @@ struct backend *backend_new_cpu(struct model *m, const struct loss_spec *loss, s
 	*b = (struct backend){&CPU_OPS, m, loss, o, c, s, batch, cb};
 	if (c && o && s) {
 		cb->reducer = reducer_new(c, m, 0, update_slice, b);
+		cb->sync = (struct model_sync){sync_sum, cb};
 		cb->x = xcalloc((size_t)batch * m->in_len, sizeof(float));
 		cb->y = xcalloc((size_t)batch * (size_t)loss->T, sizeof(float));
 	}

@@ -35,6 +35,12 @@ struct reducer {
 	unsigned long begun, served;
 	int rc;
 	char err[ERR_LEN];
+	/* A sum asked for inside the backward pass (reducer_sum_now), served
+	 * before bucket req_at. */
+	double *req;
+	size_t nreq;
+	int req_at, req_pending, req_rc;
+	char req_err[ERR_LEN];
 	pthread_mutex_t mu;
 	pthread_cond_t start, progress, done;
 };
@@ -178,6 +184,25 @@ void reducer_grad_ready(void *ctx, const struct grad_slice *s)
 	}
 }
 
+/* A sum asked for before bucket i, if one is waiting: -1 if it failed. The
+ * caller holds mu, which is released while it travels. */
+static int serve_request(struct reducer *r, int i, char *err)
+{
+	int rc = 0;
+
+	if (r->req_pending && r->req_at <= i) {
+		pthread_mutex_unlock(&r->mu);
+		rc = comm_allreduce_f64(r->comm, r->req, r->nreq, err);
+		pthread_mutex_lock(&r->mu);
+		r->req_rc = rc;
+		if (rc < 0)
+			memcpy(r->req_err, err, ERR_LEN);
+		r->req_pending = 0;
+		pthread_cond_broadcast(&r->done);
+	}
+	return rc;
+}
+
 /* One step's work on the communication thread. */
 static int serve_step(struct reducer *r, char *err)
 {
@@ -186,8 +211,16 @@ static int serve_step(struct reducer *r, char *err)
 	for (int i = 0; i < r->nbuckets; i++) {
 		struct bucket *b = &r->buckets[i];
 		pthread_mutex_lock(&r->mu);
-		while (atomic_load(&b->ready) < b->total)
+		while (atomic_load(&b->ready) < b->total) {
+			if (r->req_pending && r->req_at <= i) {
+				if (serve_request(r, i, err) < 0) {
+					pthread_mutex_unlock(&r->mu);
+					return -1;
+				}
+				continue;
+			}
 			pthread_cond_wait(&r->progress, &r->mu);
+		}
 		pthread_mutex_unlock(&r->mu);
 		if (comm_allreduce(r->comm, r->model->grads, b->pieces, b->npieces, err) < 0)
 			return -1;
@@ -293,6 +326,65 @@ int reducer_finish(struct reducer *r, char *err)
 		memcpy(err, r->err, ERR_LEN);
 	pthread_mutex_unlock(&r->mu);
 	return rc;
+}
+
+/* The buckets complete from the first on: the same on every worker at the
+ * same point of the backward pass, since which slices have been reported
+ * there depends on the model alone. */
+static int complete_prefix(struct reducer *r)
+{
+	int i = 0;
+
+	while (i < r->nbuckets && atomic_load(&r->buckets[i].ready) == r->buckets[i].total)
+		i++;
+	return i;
+}
+
+int reducer_sum_now(struct reducer *r, double *v, size_t n, char *err)
+{
+	int rc;
+
+	if (!r->have_thread)
+		return 0;
+	pthread_mutex_lock(&r->mu);
+	int at = complete_prefix(r);
+	if (r->rc < 0) {
+		memcpy(err, r->err, ERR_LEN);
+		pthread_mutex_unlock(&r->mu);
+		return -1;
+	}
+	if (r->served < r->begun && at < r->nbuckets) {
+		/* The communication thread sends the buckets before at, then
+		 * this sum, then waits for bucket at, which cannot fill while
+		 * this thread waits here. */
+		r->req = v;
+		r->nreq = n;
+		r->req_at = at;
+		r->req_pending = 1;
+		pthread_cond_signal(&r->progress);
+		while (r->req_pending && r->served < r->begun)
+			pthread_cond_wait(&r->done, &r->mu);
+		if (r->req_pending) { /* its step failed before it was served */
+			r->req_pending = 0;
+			rc = -1;
+			memcpy(err, r->err, ERR_LEN);
+		} else {
+			rc = r->req_rc;
+			if (rc < 0)
+				memcpy(err, r->req_err, ERR_LEN);
+		}
+		pthread_mutex_unlock(&r->mu);
+		return rc;
+	}
+	/* No step in progress, or every bucket of it complete: once it is
+	 * served, the communicator is this thread's. */
+	while (r->served < r->begun)
+		pthread_cond_wait(&r->done, &r->mu);
+	rc = r->rc;
+	if (rc < 0)
+		memcpy(err, r->err, ERR_LEN);
+	pthread_mutex_unlock(&r->mu);
+	return rc < 0 ? -1 : comm_allreduce_f64(r->comm, v, n, err);
 }
 
 int reducer_buckets(const struct reducer *r)

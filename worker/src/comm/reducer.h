@@ -60,6 +60,16 @@ void reducer_grad_ready(void *ctx, const struct grad_slice *s);
  * time-out, after which the reducer is unusable. */
 int reducer_finish(struct reducer *r, char *err);
 
+/* Sums the n doubles of v across the workers now, from the compute
+ * thread, in the middle of a pass (synchronized batch normalisation): in
+ * the forward pass, before reducer_begin, or in the backward pass, where
+ * it travels after the buckets already complete and before the next,
+ * which is the same point of the stream on every worker. Every worker
+ * must ask for the same sums at the same points. Returns 0 (with a world
+ * of one, v is its own sum), or -1 with the communicator's message: a lost
+ * peer, after which the step is lost. */
+int reducer_sum_now(struct reducer *r, double *v, size_t n, char *err);
+
 /* The number of buckets, for the start-up log. */
 int reducer_buckets(const struct reducer *r);
 

@@ -33,6 +33,8 @@
  *             sums: the gradient all-reduce adds the workers' dgamma and
  *             dbeta) -> all-reduce the sums -> batchnorm_input_grad with
  *             the global count
+ * (model.c runs these for a layer that says "synchronized" in a pass with
+ * other workers, its sums travelling through reducer_sum_now.)
  * batchnorm_forward_train and batchnorm_backward are the two passes on one
  * worker, with the same arithmetic: the same bits as the split passes with
  * no other worker.

@@ -166,6 +166,21 @@ struct model *model_new(const struct keras_model *km, int max_batch, int output_
 	m->state = tensor_alloc(m->nstate);
 	m->acts = tensor_alloc(m->nacts);
 	carve_acts(m, m->acts);
+	size_t nsums = 0;
+	for (int i = 0; i < m->nlayers; i++)
+		if (m->layers[i].synchronized)
+			nsums += 4 * (size_t)m->layers[i].in_c + 1;
+	if (nsums) {
+		m->sync_sums = xcalloc(nsums, sizeof(double));
+		nsums = 0;
+		for (int i = 0; i < m->nlayers; i++) {
+			struct layer *l = &m->layers[i];
+			if (l->synchronized) {
+				l->sums = m->sync_sums + nsums;
+				nsums += 4 * (size_t)l->in_c + 1;
+			}
+		}
+	}
 	return m;
 }
 
@@ -177,6 +192,7 @@ void model_free(struct model *m)
 	tensor_free(m->grads);
 	tensor_free(m->state);
 	tensor_free(m->acts);
+	free(m->sync_sums);
 	free(m);
 }
 
@@ -195,6 +211,12 @@ static void activate(const struct layer *l, int B)
 		act_forward(l->out, l->pre, rows_of(l, B), (size_t)l->out_c, &l->act);
 }
 
+/* Whether layer l computes over the global batch in this pass. */
+static int synchronized(const struct model *m, const struct layer *l)
+{
+	return l->synchronized && m->pass.training && m->pass.sync;
+}
+
 static void batchnorm_forward(struct model *m, struct layer *l, const float *in, int B)
 {
 	const float *gamma = l->scale ? m->params + l->w_off : NULL;
@@ -207,9 +229,25 @@ static void batchnorm_forward(struct model *m, struct layer *l, const float *in,
 		                        m->state + l->s_off + C, N, C, l->epsilon);
 		return;
 	}
+	float *stats = m->grads + m->nparams + l->st_off;
+	if (synchronized(m, l)) {
+		/* The global batch's statistics; they stay in the sums for
+		 * model_update_state, and the slot the all-reduce sums is
+		 * unused. */
+		double *sums = l->sums;
+		batchnorm_stat_sums(sums, in, N, C);
+		sums[2 * C] = (double)N;
+		if (m->pass.sync->sum(m->pass.sync->ctx, sums, 2 * (size_t)C + 1) < 0) {
+			batchnorm_stat_sums(sums, in, N, C); /* a lost step */
+			sums[2 * C] = (double)N;
+		}
+		batchnorm_stats(l->mean, NULL, l->invstd, sums, sums[2 * C], C, l->epsilon);
+		batchnorm_normalize(l->out, in, l->mean, l->invstd, gamma, beta, N, C);
+		memset(stats, 0, 2 * (size_t)C * sizeof(float));
+		return;
+	}
 	/* The batch's mean and variance also go where the gradients'
 	 * all-reduce sums them (model.h). */
-	float *stats = m->grads + m->nparams + l->st_off;
 	batchnorm_forward_train(l->out, l->mean, stats + C, l->invstd, in, gamma, beta, N, C,
 	                        l->epsilon);
 	memcpy(stats, l->mean, (size_t)C * sizeof(float));
@@ -265,7 +303,7 @@ void model_forward(struct model *m, const float *x, int B, const struct model_pa
 {
 	const float *in = x;
 
-	m->pass = pass ? *pass : (struct model_pass){0, 0};
+	m->pass = pass ? *pass : (struct model_pass){0, 0, NULL};
 	for (int i = 0; i < m->nlayers; i++) {
 		struct layer *l = &m->layers[i];
 		layer_forward(m, l, in, B);
@@ -325,6 +363,34 @@ struct backward_step {
 	void *ctx;
 };
 
+/* A synchronized batch normalisation's backward pass: its parameters'
+ * gradients from this worker's rows (the gradients' all-reduce adds the
+ * workers'), reported before the sums its input gradient needs travel,
+ * which then come from the global batch, as in the forward pass. */
+static void batchnorm_sync_backward(const struct backward_step *st, struct layer *l, float *din,
+                                    const float *dout, const float *in, size_t N)
+{
+	struct model *m = st->m;
+	int C = l->in_c;
+	double *rows = l->sums + 2 * C, *sums = rows + 1;
+	const struct model_sync *sync = m->pass.sync;
+
+	batchnorm_grad_sums(sums, dout, in, l->mean, l->invstd, N, C);
+	batchnorm_param_grads(l->scale ? m->grads + l->w_off : NULL,
+	                      l->center ? m->grads + l->b_off : NULL, sums, C);
+	report(st->on_grads, st->ctx, l->w_off, l->w_len + l->b_len);
+	report(st->on_grads, st->ctx, m->nparams + l->st_off, 2 * (size_t)C);
+	if (!din)
+		return;
+	double count = *rows;
+	if (sync->sum(sync->ctx, sums, 2 * (size_t)C) < 0) {
+		batchnorm_grad_sums(sums, dout, in, l->mean, l->invstd, N, C); /* a lost step */
+		count = (double)N;
+	}
+	batchnorm_input_grad(din, dout, in, l->mean, l->invstd,
+	                     l->scale ? m->params + l->w_off : NULL, sums, count, N, C);
+}
+
 /* Layer i's backward pass: its gradients, din when not NULL. */
 static void layer_backward(const struct backward_step *st, int i, float *din, const float *dout,
                            const float *in)
@@ -377,7 +443,11 @@ static void layer_backward(const struct backward_step *st, int i, float *din, co
 			             &l->act);
 		break;
 	case LAYER_BATCHNORM:
-		/* The first layer needs no input gradient: the spare buffer
+		if (synchronized(m, l)) {
+			batchnorm_sync_backward(st, l, din, dout, in, N);
+			break;
+		}
+		/* The lowest layer needs no input gradient: the spare buffer
 		 * takes it. */
 		batchnorm_backward(din ? din : m->dbuf[dout == m->dbuf[0] ? 1 : 0],
 		                   l->scale ? dw : NULL, l->center ? m->grads + l->b_off : NULL,
@@ -394,11 +464,14 @@ void model_backward(struct model *m, const float *x, int B, grad_ready_fn on_gra
 	int relu_done = 0; /* dout already has this layer's ReLU applied */
 	struct backward_step st = {m, B, m->grads_zeroed ? DENSE_DW_ZEROED : 0, on_grads, ctx};
 
+	int lowest = 0; /* below the lowest layer with parameters, nothing to do */
+	while (lowest < m->nlayers - 1 && m->layers[lowest].w_len + m->layers[lowest].b_len == 0)
+		lowest++;
 	m->grads_zeroed = 0;
-	for (int i = m->nlayers - 1; i >= 0; i--) {
+	for (int i = m->nlayers - 1; i >= lowest; i--) {
 		struct layer *l = &m->layers[i];
 		const float *in = i > 0 ? m->layers[i - 1].out : x;
-		float *din = i > 0 ? (dout == m->dbuf[0] ? m->dbuf[1] : m->dbuf[0]) : NULL;
+		float *din = i > lowest ? (dout == m->dbuf[0] ? m->dbuf[1] : m->dbuf[0]) : NULL;
 		if (l->kind == LAYER_CONV2D || l->kind == LAYER_DENSE)
 			activation_backward(m, i, dout, B, relu_done);
 		layer_backward(&st, i, din, dout, in);
@@ -414,9 +487,17 @@ void model_update_state(struct model *m, int world)
 		if (l->kind != LAYER_BATCHNORM)
 			continue;
 		int C = l->in_c;
-		const float *stats = m->grads + m->nparams + l->st_off;
+		float *stats = m->grads + m->nparams + l->st_off;
 		/* After the backward pass, mean and invstd are free. */
 		float *mean = l->mean, *var = l->invstd;
+		if (synchronized(m, l)) {
+			/* The global statistics the forward pass used; the slot
+			 * in grads is free. */
+			batchnorm_stats(mean, stats, var, l->sums, l->sums[2 * C], C, l->epsilon);
+			batchnorm_update_moving(m->state + l->s_off, m->state + l->s_off + C, mean,
+			                        stats, C, l->momentum);
+			continue;
+		}
 		for (int c = 0; c < C; c++) {
 			mean[c] = world > 1 ? stats[c] / (float)world : stats[c];
 			var[c] = world > 1 ? stats[C + c] / (float)world : stats[C + c];

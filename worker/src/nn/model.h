@@ -81,14 +81,31 @@ struct layer {
 	float *cols;          /* conv: im2col scratch */
 	float *dcols;         /* conv not first: scratch for the input gradient */
 	float *mean, *invstd; /* batch normalisation: (C) each, for backward */
+	int synchronized;     /* batch normalisation over the global batch */
+	double *sums;         /* synchronized: (2C + 1) the forward's global sum x, sum
+	                       * x^2 and rows, then (2C) the backward's sums */
+};
+
+/* A sum across the workers inside a pass, for the batch normalisation
+ * layers that say "synchronized": sums the n doubles of v over every
+ * worker in place and returns 0, or -1 once the group has failed (the
+ * step is then lost, and the layer finishes it on this worker's own
+ * batch). */
+struct model_sync {
+	int (*sum)(void *ctx, double *v, size_t n);
+	void *ctx;
 };
 
 /* How a forward pass runs: training (dropout, batch statistics) or not,
- * and for dropout where the batch's first example is in the data stream,
- * so that its mask is a function of the example. */
+ * for dropout where the batch's first example is in the data stream, so
+ * that its mask is a function of the example, and with sync, how
+ * synchronized batch normalisation layers meet the other workers (NULL:
+ * alone, each layer sees this worker's batch, which for a world of one is
+ * the global batch). */
 struct model_pass {
 	int training;
 	uint64_t pos;
+	const struct model_sync *sync;
 };
 
 struct model {
@@ -111,6 +128,7 @@ struct model {
 	float *acts;            /* (nacts): outputs, scratch and the two gradient buffers */
 	float *dlogits;         /* (max_batch, out_len), view into acts */
 	float *dbuf[2];         /* ping-pong activation gradients, views into acts */
+	double *sync_sums;      /* the synchronized layers' sums, NULL if none */
 	struct model_pass pass; /* of the last forward pass */
 	uint64_t seed;          /* model_init_params': dropout's keys */
 };
@@ -181,7 +199,12 @@ void model_init_params(struct model *m, const struct keras_model *km, uint64_t s
  * may update them.
  * model_update_state: after the statistics in grads (beyond nparams) have
  * been summed over world workers, moves the moving statistics toward
- * their mean. */
+ * their mean; a layer synchronized in the pass moves them toward the
+ * global batch's statistics it computed.
+ * In a pass with sync, a synchronized layer sums its statistics across
+ * the workers in the forward pass, and in the backward pass, after
+ * reporting its parameters' gradients, the sums its input gradient needs;
+ * below the lowest layer with parameters no gradient is computed. */
 void model_forward(struct model *m, const float *x, int B, const struct model_pass *pass);
 const float *model_logits(const struct model *m);
 const float *model_outputs(const struct model *m);

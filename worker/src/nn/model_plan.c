@@ -273,6 +273,7 @@ static int plan_batchnorm(struct planner *p, const struct keras_layer *k, int i)
 	l->epsilon = (float)k->epsilon;
 	l->center = k->center;
 	l->scale = k->scale;
+	l->synchronized = k->synchronized;
 	take_params(p, l, k->scale ? C : 0, k->center ? C : 0);
 	l->s_off = p->soff;
 	l->s_len = 2 * C;
