@@ -18,11 +18,27 @@
  * as the slowest worker decides a synchronous step; the line has
  * "config":"independent".
  *
+ * --model takes what mwj-worker's --model takes: the name of a built-in
+ * model ("cnn", "cnn-pool") or the path of a Keras model file, told apart
+ * by mwj-worker's rule (a name has no slash and no dot); each run is
+ * compiled as the model's compile config says (its optimizer, loss and
+ * metrics), and the line's "model" is the argument as given.
+ *
+ * Without --model and --workers it also tests the claim that a model read
+ * from a file trains as fast as the same model built in: the file
+ * examples/models/cnn.json against the built-in cnn, which the build embeds
+ * from that file, at one thread (or --threads), --reps runs of each
+ * (default 5), interleaved, in one line "train_model_file" with both
+ * medians and their ratio. The file is found under --repo, the repository
+ * root, which is by default two folders above this binary's (build/bin/);
+ * bench/run.sh passes it, so that it holds for binaries built elsewhere
+ * too.
+ *
  * Like mwj-worker, it first makes sure OpenBLAS runs kernels this CPU can
  * run at full width (blas_cpu.h); each line names the kernel set.
  *
- * usage: bench_train [--steps N] [--model NAME] [--threads N] [--workers N]
- *                    [--independent]
+ * usage: bench_train [--steps N] [--model NAME|PATH] [--threads N]
+ *                    [--workers N] [--independent] [--reps N] [--repo DIR]
  */
 #include <arpa/inet.h>
 #include <cblas.h>
@@ -36,6 +52,7 @@
 #include "blas_cpu.h"
 #include "compile_config.h"
 #include "err.h"
+#include "json.h"
 #include "log.h"
 #include "parse.h"
 #include "progress.h"
@@ -43,6 +60,12 @@
 #include "trainer.h"
 
 #define MAX_WORKERS 8
+#define MAX_REPS    31
+
+/* The model file of the file-against-built-in claim, under --repo, and the
+ * built-in model the build embeds from it (KERAS_MODELS in the Makefile). */
+#define FILE_MODEL_PATH    "examples/models/cnn.json"
+#define FILE_MODEL_BUILTIN "cnn"
 
 #define SQUARE 2048
 
@@ -73,9 +96,33 @@ static double sgemm_gflops(int threads)
 	return best;
 }
 
-/* A run of the built-in model, compiled as its file says (SGD, learning
- * rate 0.001, the sparse cross-entropy from logits and accuracy); km
- * receives the plan, which the caller releases after the run. */
+/* --model's model into km, as mwj-worker reads it (keras_model_open). The
+ * caller releases km. */
+static void model_read(struct keras_model *km, const char *model)
+{
+	char err[ERR_LEN];
+
+	if (keras_model_open(km, model, err) < 0)
+		die("%s", err);
+}
+
+/* s as a JSON string, quotes included: --model may be a path, and a path
+ * may hold a quote or a backslash. The caller frees it. */
+static char *json_quote(const char *s)
+{
+	cJSON *node = cJSON_CreateString(s);
+	char *out = node != NULL ? json_print(node) : NULL;
+
+	cJSON_Delete(node);
+	if (out == NULL)
+		die("out of memory");
+	return out;
+}
+
+/* A run of the model, compiled as its file says (cnn and cnn-pool: SGD,
+ * learning rate 0.001, the sparse cross-entropy from logits and accuracy;
+ * cnn-deep.json: Adam); km receives the plan, which the caller releases
+ * after the run. */
 static void fill_config(struct train_config *c, struct keras_model *km, const char *model,
                         int threads, long steps, int batch)
 {
@@ -84,7 +131,8 @@ static void fill_config(struct train_config *c, struct keras_model *km, const ch
 	char err[ERR_LEN];
 
 	memset(c, 0, sizeof(*c));
-	if (keras_model_builtin(km, model, err) < 0 || compile_apply(c, km, &none, err) < 0)
+	model_read(km, model);
+	if (compile_apply(c, km, &none, err) < 0)
 		die("%s", err);
 	snprintf(c->model, sizeof(c->model), "%s", model);
 	c->epochs = 2; /* the first warms caches, page tables and thread pools */
@@ -106,55 +154,146 @@ static void print_result(const char *model, int threads, int workers, int indepe
 {
 	char err[ERR_LEN];
 	struct keras_model km;
+	struct compiled k;
+	struct compile_flags none = {0};
 	struct model *m = NULL;
 
-	if (keras_model_builtin(&km, model, err) < 0)
-		die("%s", err);
+	model_read(&km, model);
 	m = model_new(&km, batch, 0, err);
-	if (m == NULL)
+	if (m == NULL || compile_resolve(&k, &km, &none, err) < 0)
 		die("%s", err);
 	double flops = model_step_gemm_flops(m, batch);
 	double ms = r->seconds * 1e3 / (double)steps;
+	const char *opt = optimizer_name(k.opt.kind);
+	char *quoted = json_quote(model);
 
 	model_free(m);
 	keras_model_release(&km);
 	if (workers > 1) {
-		printf("{\"bench\":\"train\",\"impl\":\"mwj\",\"model\":\"%s\",\"workers\":%d,%s"
-		       "\"batch_per_worker\":%d,\"threads_per_worker\":%d,\"optimizer\":\"sgd\","
+		printf("{\"bench\":\"train\",\"impl\":\"mwj\",\"model\":%s,\"workers\":%d,%s"
+		       "\"batch_per_worker\":%d,\"threads_per_worker\":%d,\"optimizer\":\"%s\","
 		       "\"steps\":%ld,\"global_samples_per_s\":%.1f,\"ms_per_step\":%.3f,"
 		       "\"blas_core\":\"%s\"}\n",
-		       model, workers, independent ? "\"config\":\"independent\"," : "", batch,
-		       threads, steps, (double)batch * workers * steps / r->seconds, ms,
+		       quoted, workers, independent ? "\"config\":\"independent\"," : "", batch,
+		       threads, opt, steps, (double)batch * workers * steps / r->seconds, ms,
 		       openblas_get_corename());
-		fflush(stdout);
-		return;
+	} else {
+		printf("{\"bench\":\"train\",\"impl\":\"mwj\",\"model\":%s,\"batch\":%d,"
+		       "\"threads\":%d,\"optimizer\":\"%s\",\"steps\":%ld,\"samples_per_s\":%.1f,"
+		       "\"ms_per_step\":%.3f,\"gemm_gflop_per_step\":%.4f,\"achieved_gflops\":%.1f,"
+		       "\"sgemm_square_gflops\":%.1f,\"blas_core\":\"%s\"}\n",
+		       quoted, batch, threads, opt, steps, batch * steps / r->seconds, ms,
+		       flops / 1e9, flops / (ms * 1e-3) / 1e9, sgemm_gflops(threads),
+		       openblas_get_corename());
 	}
-	printf("{\"bench\":\"train\",\"impl\":\"mwj\",\"model\":\"%s\",\"batch\":%d,\"threads\":%d,"
-	       "\"optimizer\":\"sgd\",\"steps\":%ld,\"samples_per_s\":%.1f,\"ms_per_step\":%.3f,"
-	       "\"gemm_gflop_per_step\":%.4f,\"achieved_gflops\":%.1f,\"sgemm_square_gflops\":%.1f,"
-	       "\"blas_core\":\"%s\"}\n",
-	       model, batch, threads, steps, batch * steps / r->seconds, ms, flops / 1e9,
-	       flops / (ms * 1e-3) / 1e9, sgemm_gflops(threads), openblas_get_corename());
 	fflush(stdout);
+	free(quoted);
 }
 
-static int bench_one(const char *model, int threads, long steps, int batch)
+/* One run in this process: a warm-up epoch, then the timed one into r. */
+static int train_once(const char *model, int threads, long steps, int batch, struct train_result *r)
 {
 	struct train_config c;
-	struct train_result r;
 	struct keras_model km;
 	char err[ERR_LEN];
 	FILE *devnull = fopen("/dev/null", "w");
 
+	if (devnull == NULL)
+		die("open /dev/null failed");
 	fill_config(&c, &km, model, threads, steps, batch);
-	int rc = trainer_fit(&c, devnull, &r, err);
+	int rc = trainer_fit(&c, devnull, r, err);
 	fclose(devnull);
 	keras_model_release(&km);
 	if (rc < 0) {
 		fprintf(stderr, "bench_train: %s\n", err);
 		return -1;
 	}
+	return 0;
+}
+
+static int bench_one(const char *model, int threads, long steps, int batch)
+{
+	struct train_result r;
+
+	if (train_once(model, threads, steps, batch, &r) < 0)
+		return -1;
 	print_result(model, threads, 1, 0, steps, batch, &r);
+	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
+/* The path of FILE_MODEL_PATH under repo, or, where repo is "", under
+ * the repository root two folders above this binary's (build/bin/).
+ * Returns 0, or -1 with a message in err. */
+static int model_file_path(char *out, size_t n, const char *repo, char *err)
+{
+	char exe[TRAIN_PATH_LEN];
+
+	if (!repo[0]) {
+		ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		if (len < 0 || (size_t)len >= sizeof(exe) - 1)
+			return err_set(err, "readlink '/proc/self/exe' failed; pass --repo DIR");
+		exe[len] = '\0';
+		/* The binary's name, then bin/, then build/; "" (the root) if it
+		 * runs out. */
+		for (int i = 0; i < 3; i++) {
+			char *slash = strrchr(exe, '/');
+			*(slash != NULL ? slash : exe) = '\0';
+		}
+		repo = exe; /* "" for "/": the path below starts with the slash */
+	}
+	if (snprintf(out, n, "%s/%s", repo, FILE_MODEL_PATH) >= (int)n)
+		return err_set(err, "--repo '%s': path too long", repo);
+	if (access(out, R_OK) < 0)
+		return err_set(err, "'%s': cannot read it; --repo names the repository root", out);
+	return 0;
+}
+
+/* A model read from a file against the same model built in: reps runs of
+ * each, interleaved, the first of each pair swapped every rep so that
+ * neither always meets the machine warmer, and the medians compared.
+ * "same_json" says whether the file still holds the built-in's text (the
+ * build embeds it from there): where it does not, the two are not the
+ * same model and the ratio proves nothing. */
+static int bench_model_file(const char *path, int threads, long steps, int reps, int batch)
+{
+	double builtin_ms[MAX_REPS], file_ms[MAX_REPS];
+	struct keras_model a, b;
+
+	model_read(&a, FILE_MODEL_BUILTIN);
+	model_read(&b, path);
+	int same = a.json_len == b.json_len && memcmp(a.json, b.json, a.json_len) == 0;
+	keras_model_release(&a);
+	keras_model_release(&b);
+	for (int i = 0; i < reps; i++) {
+		for (int j = 0; j < 2; j++) {
+			int file = (i + j) % 2;
+			struct train_result r;
+			if (train_once(file ? path : FILE_MODEL_BUILTIN, threads, steps, batch,
+			               &r) < 0)
+				return -1;
+			(file ? file_ms : builtin_ms)[i] = r.seconds * 1e3 / (double)steps;
+		}
+	}
+	double bm = median(builtin_ms, reps), fm = median(file_ms, reps);
+	printf("{\"bench\":\"train_model_file\",\"model\":\"%s\",\"file\":\"%s\","
+	       "\"same_json\":%s,\"batch\":%d,\"threads\":%d,\"steps\":%ld,"
+	       "\"builtin_ms_per_step\":%.3f,\"file_ms_per_step\":%.3f,\"ratio\":%.3f,"
+	       "\"reps\":%d,\"blas_core\":\"%s\"}\n",
+	       FILE_MODEL_BUILTIN, FILE_MODEL_PATH, same ? "true" : "false", batch, threads, steps,
+	       bm, fm, fm / bm, reps, openblas_get_corename());
+	fflush(stdout);
 	return 0;
 }
 
@@ -280,10 +419,10 @@ static int bench_independent(const char *model, int threads, int workers, long s
 int main(int argc, char **argv)
 {
 	long steps = 300;
-	char err[ERR_LEN];
+	char err[ERR_LEN], repo[TRAIN_PATH_LEN] = "", file[TRAIN_PATH_LEN];
 	int64_t v;
 	const char *models[] = {"cnn", "cnn-pool"}, *only_model = NULL;
-	int threads[] = {1, 2}, only_threads = 0, workers = 1, independent = 0;
+	int threads[] = {1, 2}, only_threads = 0, workers = 1, independent = 0, reps = 5;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc) {
@@ -294,6 +433,12 @@ int main(int argc, char **argv)
 			steps = (long)v;
 		} else if (strcmp(argv[i], "--model") == 0 && i + 1 < argc) {
 			only_model = argv[++i];
+			if (!only_model[0] || strlen(only_model) >= TRAIN_PATH_LEN) {
+				fprintf(stderr,
+				        "bench_train: --model: empty or longer than %d bytes\n",
+				        TRAIN_PATH_LEN - 1);
+				return 1;
+			}
 		} else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
 			if (parse_int(argv[++i], 1, 64, &only_threads, err) < 0) {
 				fprintf(stderr, "bench_train: --threads: %s\n", err);
@@ -306,10 +451,20 @@ int main(int argc, char **argv)
 			}
 		} else if (strcmp(argv[i], "--independent") == 0) {
 			independent = 1;
+		} else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+			if (parse_int(argv[++i], 1, MAX_REPS, &reps, err) < 0) {
+				fprintf(stderr, "bench_train: --reps: %s\n", err);
+				return 1;
+			}
+		} else if (strcmp(argv[i], "--repo") == 0 && i + 1 < argc) {
+			if (snprintf(repo, sizeof(repo), "%s", argv[++i]) >= (int)sizeof(repo)) {
+				fprintf(stderr, "bench_train: --repo: path too long\n");
+				return 1;
+			}
 		} else {
 			fprintf(stderr,
-			        "usage: bench_train [--steps N] [--model NAME] [--threads N] "
-			        "[--workers N] [--independent]\n");
+			        "usage: bench_train [--steps N] [--model NAME|PATH] [--threads N] "
+			        "[--workers N] [--independent] [--reps N] [--repo DIR]\n");
 			return 1;
 		}
 	}
@@ -317,25 +472,35 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_train: --independent needs --workers 2 or more\n");
 		return 1;
 	}
+	/* The file-against-built-in claim runs last; its file is looked for
+	 * first, so that a wrong --repo fails before minutes of training. */
+	int file_claim = !only_model && workers == 1;
+	if (file_claim && model_file_path(file, sizeof(file), repo, err) < 0) {
+		fprintf(stderr, "bench_train: %s\n", err);
+		return 1;
+	}
 	/* The kernels mwj-worker would run with (blas_cpu.h). */
 	blas_cpu_check(argv);
 	log_set_level(LOG_ERROR); /* the benchmark saves no model: no warning about it */
-	for (size_t mi = 0; mi < 2; mi++) {
-		if (only_model && strcmp(only_model, models[mi]) != 0)
-			continue;
+	/* A --model of its own, or one of the two built-ins. */
+	size_t nmodels = only_model ? 1 : 2;
+	for (size_t mi = 0; mi < nmodels; mi++) {
+		const char *model = only_model ? only_model : models[mi];
 		for (size_t ti = 0; ti < 2; ti++) {
 			if (only_threads && only_threads != threads[ti])
 				continue;
 			int rc;
 			if (independent)
-				rc = bench_independent(models[mi], threads[ti], workers, steps, 64);
+				rc = bench_independent(model, threads[ti], workers, steps, 64);
 			else if (workers > 1)
-				rc = bench_workers(models[mi], threads[ti], workers, steps, 64);
+				rc = bench_workers(model, threads[ti], workers, steps, 64);
 			else
-				rc = bench_one(models[mi], threads[ti], steps, 64);
+				rc = bench_one(model, threads[ti], steps, 64);
 			if (rc < 0)
 				return 1;
 		}
 	}
+	if (file_claim)
+		return bench_model_file(file, only_threads ? only_threads : 1, steps, reps, 64) < 0;
 	return 0;
 }

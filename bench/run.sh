@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # make bench: every benchmark, as JSON lines on stdout.
-#   1. bench_train: mwj's training throughput for both models at 1 and 2
-#      threads, with achieved GFLOP/s beside the sgemm rate of this machine.
+#   1. bench_train: mwj's training throughput for both built-in models at 1
+#      and 2 threads, with achieved GFLOP/s beside the sgemm rate of this
+#      machine; then examples/models/cnn.json read from its file against
+#      the built-in cnn at 1 thread, BENCH_REPS runs each (the file is
+#      found under --repo, this repository).
 #   2. compare_torch.py: the same against PyTorch (needs python3-torch),
-#      at PyTorch's defaults and at its best, with the ratio.
+#      at PyTorch's defaults and at its best, with the ratio, for cnn,
+#      cnn-pool and examples/models/cnn-deep.json (BatchNormalization,
+#      Dropout, Adam), each side with the optimizer its file names.
 #   3. compare_allreduce.py: the ring all-reduce for 2 and 4 ranks against
 #      OpenMPI's MPI_Allreduce over TCP and a plain two-way TCP exchange.
 #   4. compare_ddp.py: 2-worker data-parallel training against PyTorch DDP
@@ -50,9 +55,10 @@ if [ -x "$cuda_bin/bench_gpu" ] && nvidia-smi -L > /dev/null 2>&1; then
 else
 	echo '{"bench":"gpu","skipped":"no GPU visible, or no CUDA build (make CUDA=1)"}'
 fi
-"$bin/bench_train" --steps 300
+"$bin/bench_train" --steps 300 --reps "$reps" --repo "$here/.."
 if [ "$have_torch" = 1 ]; then
-	MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/compare_torch.py" --reps "$reps"
+	MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/compare_torch.py" --reps "$reps" \
+		--models cnn,cnn-pool,cnn-deep
 else
 	echo '{"bench":"torch","skipped":"python3-torch is not installed; run scripts/install-deps.sh"}'
 fi

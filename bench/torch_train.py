@@ -1,9 +1,13 @@
 #!/usr/bin/python3
 """PyTorch reference benchmark for mwj's trainer on Fashion-MNIST.
 
-Trains the same Keras-style models as the C trainer (`cnn`, `cnn-pool`) and
-prints exactly one JSON line on stdout with the measured training throughput.
-Diagnostics (effective thread counts, final loss) go to stderr.
+Trains the same Keras-style models as the C trainer (`cnn`, `cnn-pool`,
+`cnn-deep`: examples/models/<name>.json) and prints exactly one JSON line on
+stdout with the measured training throughput. Diagnostics (effective thread
+counts, final loss) go to stderr. The optimizer is --optimizer's, SGD at
+0.001 unless told otherwise; compare_torch.py passes the one the model
+file's compile config names, with its hyper-parameters (cnn, cnn-pool: SGD
+at 0.001; cnn-deep: Adam at 0.001 with Keras' epsilon 1e-7).
 
 Run it with Debian's interpreter, which has python3-torch (1.13, CPU):
 
@@ -34,7 +38,12 @@ def parse_args():
     p.add_argument("--steps", type=int, default=300, help="timed steps")
     p.add_argument("--warmup", type=int, default=30, help="untimed steps")
     p.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
+    p.add_argument("--lr", type=float, default=0.001, help="learning rate (Keras' 0.001)")
     p.add_argument("--momentum", type=float, default=0.0, help="SGD only")
+    p.add_argument("--beta-1", type=float, default=0.9, help="Adam only")
+    p.add_argument("--beta-2", type=float, default=0.999, help="Adam only")
+    # Keras' Adam epsilon, not PyTorch's 1e-8.
+    p.add_argument("--epsilon", type=float, default=1e-7, help="Adam only")
     p.add_argument("--data-dir", default="/usr/share/datasets/fashion-mnist")
     p.add_argument("--label", default="")
     a = p.parse_args()
@@ -42,6 +51,9 @@ def parse_args():
         a.blas_threads = a.threads
     if min(a.threads, a.blas_threads, a.batch_size, a.steps) < 1 or a.warmup < 0:
         p.error("--threads/--blas-threads/--batch-size/--steps must be >= 1, --warmup >= 0")
+    if a.lr <= 0 or a.momentum < 0 or a.epsilon <= 0 or not (
+            0 <= a.beta_1 < 1 and 0 <= a.beta_2 < 1):
+        p.error("--lr/--epsilon must be > 0, --momentum >= 0, --beta-1/--beta-2 in [0, 1)")
     return a
 
 
@@ -130,9 +142,15 @@ def build_model(name):
 
 
 def cnn_deep():
-    """examples/models/cnn-deep.json: Keras' BatchNormalization(momentum 0.99,
-    epsilon 1e-3) is PyTorch's BatchNorm2d(eps=1e-3, momentum=0.01), and
-    same padding of a 3x3 kernel at stride 1 is padding=1."""
+    """examples/models/cnn-deep.json, layer for layer: Keras'
+    BatchNormalization(momentum 0.99, epsilon 1e-3) is PyTorch's
+    BatchNorm2d(eps=1e-3, momentum=0.01), and same padding of a 3x3 kernel
+    at stride 1 is padding=1. The file's last Dense has a softmax and its
+    loss from_logits=False; Keras (and mwj, model_loss_reads) compute that
+    cross-entropy from the softmax's input, the logits, which is what
+    CrossEntropyLoss on the last Linear's output does. Flatten sees (C, H, W)
+    here and (H, W, C) in Keras: a permutation of the Dense kernel's rows,
+    the same work."""
     return nn.Sequential(
         nn.Conv2d(1, 32, 3, padding=1, bias=False), nn.BatchNorm2d(32, eps=1e-3, momentum=0.01),
         nn.ReLU(), nn.Conv2d(32, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
@@ -173,9 +191,14 @@ def main():
     model = build_model(a.model)
     model.train()
     if a.optimizer == "sgd":
-        opt = torch.optim.SGD(model.parameters(), lr=0.001, momentum=a.momentum)
+        opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum)
     else:
-        opt = torch.optim.Adam(model.parameters(), lr=0.001)
+        # Keras (and mwj) add epsilon to sqrt(v) and fold v's bias
+        # correction into the step size; PyTorch adds it to the corrected
+        # sqrt(v). The same work per step; steps that differ slightly while
+        # 1 - beta_2^t is far from 1.
+        opt = torch.optim.Adam(model.parameters(), lr=a.lr, betas=(a.beta_1, a.beta_2),
+                               eps=a.epsilon)
     loss_fn = nn.CrossEntropyLoss()  # logits in, mean over the batch
     stream = batches(len(xs), a.batch_size, seed=1234)
 

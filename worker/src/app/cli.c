@@ -424,16 +424,11 @@ static int apply_flag(void *ctx, int flag, const char *arg, char *err)
 	return 0;
 }
 
-/* --model names a built-in model or a file: a name without a slash or a
- * dot is a built-in's. */
+/* --model names a built-in model or a file (keras_model_open). */
 static int read_model(struct cli *c, char *err)
 {
-	const char *name = c->train.model;
-
 	c->km = xcalloc(1, sizeof(*c->km));
-	if (strchr(name, '/') == NULL && strchr(name, '.') == NULL)
-		return keras_model_builtin(c->km, name, err);
-	return keras_model_load(c->km, name, err);
+	return keras_model_open(c->km, c->train.model, err);
 }
 
 static int validate(struct cli *c, char *err)

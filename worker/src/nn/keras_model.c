@@ -481,3 +481,10 @@ void keras_model_release(struct keras_model *km)
 	free(km->json);
 	memset(km, 0, sizeof(*km));
 }
+
+int keras_model_open(struct keras_model *km, const char *name_or_path, char *err)
+{
+	if (strchr(name_or_path, '/') == NULL && strchr(name_or_path, '.') == NULL)
+		return keras_model_builtin(km, name_or_path, err);
+	return keras_model_load(km, name_or_path, err);
+}

@@ -174,6 +174,9 @@ int keras_model_parse(struct keras_model *km, const char *text, size_t len, cons
                       char *err);
 int keras_model_load(struct keras_model *km, const char *path, char *err);
 int keras_model_builtin(struct keras_model *km, const char *name, char *err);
+/* What --model names: a name without a slash or a dot is a built-in's,
+ * anything else a file's path; returns as the two above. */
+int keras_model_open(struct keras_model *km, const char *name_or_path, char *err);
 
 /* The built-in names, for --help and messages: "cnn, cnn-pool". */
 const char *keras_model_builtin_names(void);
