@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "parallel.h"
+#include "simd.h"
 
 uint64_t dropout_key(uint64_t seed, int layer)
 {
@@ -20,6 +21,15 @@ struct dropout_job {
 	float rate, scale; /* rate rounded to float, as the draws are compared */
 };
 
+/* Values [e, stop) of one example's, whose part of the hash is row: a
+ * loop the compiler vectorizes, 64-bit multiplies and all. */
+SIMD_CLONES static void apply_row(float *out, const float *in, size_t e, size_t stop, uint64_t row,
+                                  float rate, float scale)
+{
+	for (size_t i = e; i < stop; i++)
+		out[i] = dropout_keep_row(row, i, rate) ? in[i] * scale : 0.0f;
+}
+
 /* Values [lo, hi) of the flattened (B, len) tensor, a row at a time so
  * that each example's part of the hash is taken once. */
 static void apply_range(const struct dropout_job *j, size_t lo, size_t hi)
@@ -28,10 +38,8 @@ static void apply_range(const struct dropout_job *j, size_t lo, size_t hi)
 
 	while (lo < hi) {
 		size_t start = lo - e, stop = hi - start < j->len ? hi - start : j->len;
-		uint64_t row = dropout_row(j->key, j->pos0 + b);
-		for (size_t i = e; i < stop; i++)
-			j->out[start + i] =
-			    dropout_keep_row(row, i, j->rate) ? j->in[start + i] * j->scale : 0.0f;
+		apply_row(j->out + start, j->in + start, e, stop, dropout_row(j->key, j->pos0 + b),
+		          j->rate, j->scale);
 		lo = start + stop, b++, e = 0;
 	}
 }

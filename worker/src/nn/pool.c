@@ -4,21 +4,28 @@
 
 #include <string.h>
 
+#include "parallel.h"
 #include "simd.h"
 
-SIMD_CLONES
-void maxpool_forward(float *restrict out, const float *restrict in, int B, int H, int W, int C)
-{
-	int OH = H / 2, OW = W / 2;
+/* The 2x2 pair's work on examples [b0, b1); the pair shares examples
+ * among the compute threads (each example's rows are its own). */
+struct pool2_job {
+	float *out, *din;
+	const float *in, *dout, *pout;
+	int B, H, W, C, mask_by_input;
+};
 
-	for (int b = 0; b < B; b++) {
+SIMD_CLONES static void maxpool2_forward_part(const struct pool2_job *j, size_t b0, size_t b1)
+{
+	int H = j->H, W = j->W, C = j->C, OH = H / 2, OW = W / 2;
+
+	for (size_t b = b0; b < b1; b++) {
 		for (int oh = 0; oh < OH; oh++) {
 			for (int ow = 0; ow < OW; ow++) {
 				const float *p =
-				    in +
-				    (((size_t)b * H + 2 * (size_t)oh) * W + 2 * (size_t)ow) * C;
+				    j->in + ((b * H + 2 * (size_t)oh) * W + 2 * (size_t)ow) * C;
 				const float *q = p + (size_t)W * C;
-				float *o = out + (((size_t)b * OH + oh) * OW + ow) * C;
+				float *o = j->out + ((b * OH + oh) * OW + ow) * C;
 				for (int c = 0; c < C; c++) {
 					float m0 = p[c] > p[C + c] ? p[c] : p[C + c];
 					float m1 = q[c] > q[C + c] ? q[c] : q[C + c];
@@ -29,33 +36,99 @@ void maxpool_forward(float *restrict out, const float *restrict in, int B, int H
 	}
 }
 
-void maxpool_backward(float *restrict din, const float *restrict dout, const float *restrict in,
-                      const float *restrict out, int B, int H, int W, int C, int mask_by_input)
+/* One output pixel's window: d0 (top row) and d1 (bottom row) get the
+ * gradient g of out from the inputs i0 and i1 (two pixels of C each). */
+static inline void window2_backward(float *restrict d0, float *restrict d1,
+                                    const float *restrict i0, const float *restrict i1,
+                                    const float *restrict out, const float *restrict g, int C,
+                                    int mask_by_input)
 {
-	int OH = H / 2, OW = W / 2;
+	for (int c = 0; c < C; c++) {
+		float m = out[c];
+		float gc = (mask_by_input & !(m > 0.0f)) ? 0.0f : g[c];
+		int e0 = i0[c] == m;
+		int e1 = (i0[C + c] == m) & !e0;
+		int e2 = (i1[c] == m) & !(e0 | e1);
+		int e3 = (i1[C + c] == m) & !(e0 | e1 | e2);
+		d0[c] = e0 ? gc : 0.0f;
+		d0[C + c] = e1 ? gc : 0.0f;
+		d1[c] = e2 ? gc : 0.0f;
+		d1[C + c] = e3 ? gc : 0.0f;
+	}
+}
 
-	memset(din, 0, sizeof(float) * B * H * W * C);
-	for (int b = 0; b < B; b++) {
+/* Each output's gradient goes to the first of its four inputs equal to
+ * it (row by row), the others get 0: every input of a window is written
+ * once, without a branch, so the channel loop vectorizes; the rows and
+ * columns an odd size leaves out of every window are cleared. */
+SIMD_CLONES static void maxpool2_backward_part(const struct pool2_job *j, size_t b0, size_t b1)
+{
+	int H = j->H, W = j->W, C = j->C, OH = H / 2, OW = W / 2;
+	size_t row = (size_t)W * C;
+
+	for (size_t b = b0; b < b1; b++) {
+		float *img = j->din + b * H * row;
+		if (H % 2)
+			memset(img + (size_t)(H - 1) * row, 0, row * sizeof(float));
 		for (int oh = 0; oh < OH; oh++) {
+			if (W % 2) {
+				memset(img + 2 * (size_t)oh * row + (size_t)(W - 1) * C, 0,
+				       (size_t)C * sizeof(float));
+				memset(img + (2 * (size_t)oh + 1) * row + (size_t)(W - 1) * C, 0,
+				       (size_t)C * sizeof(float));
+			}
 			for (int ow = 0; ow < OW; ow++) {
-				size_t top =
-				    (((size_t)b * H + 2 * (size_t)oh) * W + 2 * (size_t)ow) * C;
-				size_t at[4] = {top, top + C, top + (size_t)W * C,
-				                top + (size_t)W * C + C};
-				size_t o = (((size_t)b * OH + oh) * OW + ow) * C;
-				for (int c = 0; c < C; c++) {
-					if (mask_by_input && !(out[o + c] > 0.0f))
-						continue;
-					for (int k = 0; k < 4; k++) {
-						if (in[at[k] + c] == out[o + c]) {
-							din[at[k] + c] = dout[o + c];
-							break;
-						}
-					}
-				}
+				size_t top = (b * H + 2 * (size_t)oh) * row + 2 * (size_t)ow * C;
+				size_t o = ((b * OH + oh) * OW + ow) * C;
+				window2_backward(j->din + top, j->din + top + row, j->in + top,
+				                 j->in + top + row, j->pout + o, j->dout + o, C,
+				                 j->mask_by_input);
 			}
 		}
 	}
+}
+
+static void maxpool2_part(void *ctx, int part, int parts)
+{
+	const struct pool2_job *j = ctx;
+	size_t lo, hi;
+
+	parallel_range((size_t)j->B, part, parts, 1, &lo, &hi);
+	if (j->din)
+		maxpool2_backward_part(j, lo, hi);
+	else
+		maxpool2_forward_part(j, lo, hi);
+}
+
+static void maxpool2_run(struct pool2_job *j)
+{
+	if ((size_t)j->B * j->H * j->W * j->C < PARALLEL_MIN_ELEMS)
+		maxpool2_part(j, 0, 1);
+	else
+		parallel_run(maxpool2_part, j);
+}
+
+void maxpool_forward(float *restrict out, const float *restrict in, int B, int H, int W, int C)
+{
+	struct pool2_job j = {.out = out, .in = in, .B = B, .H = H, .W = W, .C = C};
+
+	maxpool2_run(&j);
+}
+
+void maxpool_backward(float *restrict din, const float *restrict dout, const float *restrict in,
+                      const float *restrict out, int B, int H, int W, int C, int mask_by_input)
+{
+	struct pool2_job j = {.din = din,
+	                      .in = in,
+	                      .dout = dout,
+	                      .pout = out,
+	                      .B = B,
+	                      .H = H,
+	                      .W = W,
+	                      .C = C,
+	                      .mask_by_input = mask_by_input};
+
+	maxpool2_run(&j);
 }
 
 /* --- Any pool size, strides and padding --- */
