@@ -236,12 +236,12 @@ static void batchnorm_forward(struct model *m, struct layer *l, const float *in,
 		 * unused. */
 		double *sums = l->sums;
 		batchnorm_stat_sums(sums, in, N, C);
-		sums[2 * C] = (double)N;
+		sums[2 * (size_t)C] = (double)N;
 		if (m->pass.sync->sum(m->pass.sync->ctx, sums, 2 * (size_t)C + 1) < 0) {
 			batchnorm_stat_sums(sums, in, N, C); /* a lost step */
-			sums[2 * C] = (double)N;
+			sums[2 * (size_t)C] = (double)N;
 		}
-		batchnorm_stats(l->mean, NULL, l->invstd, sums, sums[2 * C], C, l->epsilon);
+		batchnorm_stats(l->mean, NULL, l->invstd, sums, sums[2 * (size_t)C], C, l->epsilon);
 		batchnorm_normalize(l->out, in, l->mean, l->invstd, gamma, beta, N, C);
 		memset(stats, 0, 2 * (size_t)C * sizeof(float));
 		return;
@@ -372,7 +372,7 @@ static void batchnorm_sync_backward(const struct backward_step *st, struct layer
 {
 	struct model *m = st->m;
 	int C = l->in_c;
-	double *rows = l->sums + 2 * C, *sums = rows + 1;
+	double *rows = l->sums + 2 * (size_t)C, *sums = rows + 1;
 	const struct model_sync *sync = m->pass.sync;
 
 	batchnorm_grad_sums(sums, dout, in, l->mean, l->invstd, N, C);
@@ -493,7 +493,8 @@ void model_update_state(struct model *m, int world)
 		if (synchronized(m, l)) {
 			/* The global statistics the forward pass used; the slot
 			 * in grads is free. */
-			batchnorm_stats(mean, stats, var, l->sums, l->sums[2 * C], C, l->epsilon);
+			batchnorm_stats(mean, stats, var, l->sums, l->sums[2 * (size_t)C], C,
+			                l->epsilon);
 			batchnorm_update_moving(m->state + l->s_off, m->state + l->s_off + C, mean,
 			                        stats, C, l->momentum);
 			continue;

@@ -88,31 +88,37 @@ SIMD_CLONES static void maxpool2_backward_part(const struct pool2_job *j, size_t
 	}
 }
 
-static void maxpool2_part(void *ctx, int part, int parts)
+static void maxpool2_forward_thread(void *ctx, int part, int parts)
 {
 	const struct pool2_job *j = ctx;
 	size_t lo, hi;
 
 	parallel_range((size_t)j->B, part, parts, 1, &lo, &hi);
-	if (j->din)
-		maxpool2_backward_part(j, lo, hi);
-	else
-		maxpool2_forward_part(j, lo, hi);
+	maxpool2_forward_part(j, lo, hi);
 }
 
-static void maxpool2_run(struct pool2_job *j)
+static void maxpool2_backward_thread(void *ctx, int part, int parts)
+{
+	const struct pool2_job *j = ctx;
+	size_t lo, hi;
+
+	parallel_range((size_t)j->B, part, parts, 1, &lo, &hi);
+	maxpool2_backward_part(j, lo, hi);
+}
+
+static void maxpool2_run(parallel_fn fn, struct pool2_job *j)
 {
 	if ((size_t)j->B * j->H * j->W * j->C < PARALLEL_MIN_ELEMS)
-		maxpool2_part(j, 0, 1);
+		fn(j, 0, 1);
 	else
-		parallel_run(maxpool2_part, j);
+		parallel_run(fn, j);
 }
 
 void maxpool_forward(float *restrict out, const float *restrict in, int B, int H, int W, int C)
 {
 	struct pool2_job j = {.out = out, .in = in, .B = B, .H = H, .W = W, .C = C};
 
-	maxpool2_run(&j);
+	maxpool2_run(maxpool2_forward_thread, &j);
 }
 
 void maxpool_backward(float *restrict din, const float *restrict dout, const float *restrict in,
@@ -128,7 +134,7 @@ void maxpool_backward(float *restrict din, const float *restrict dout, const flo
 	                      .C = C,
 	                      .mask_by_input = mask_by_input};
 
-	maxpool2_run(&j);
+	maxpool2_run(maxpool2_backward_thread, &j);
 }
 
 /* --- Any pool size, strides and padding --- */
