@@ -34,6 +34,10 @@
 #      (a quota of 0 Secrets, Pod Security restricted) costs the API
 #      server: the operator's writes per job in the first and second
 #      minute, and the seconds to every pod at attempt 0 once lifted.
+#  12. accuracy_torch.py: end-to-end accuracy against PyTorch (needs
+#      python3-torch): cnn, cnn-deep and the regression trained by both from
+#      the same Keras JSON, several seeds each, test accuracy or mse, and
+#      mwj's mean minus torch's beside both spreads.
 #   0. where a GPU is visible and the CUDA build has been made (make bench
 #      makes it wherever nvcc is): bench_gpu, mwj-worker on the GPU, both
 #      models at batch 64 and 1024, compute and all-reduce, NCCL's
@@ -76,3 +80,8 @@ MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/operator_scale.py"
 MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/operator_endpoints.py"
 /usr/bin/python3 "$here/node_scale.py"
 MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/operator_refusals.py"
+if [ "$have_torch" = 1 ]; then
+	MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/accuracy_torch.py"
+else
+	echo '{"bench":"accuracy","skipped":"python3-torch is not installed; run scripts/install-deps.sh"}'
+fi
