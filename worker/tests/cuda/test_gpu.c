@@ -106,8 +106,13 @@ static void expect_layers_match(const char *name, int B)
 	uint8_t *y = malloc((size_t)B);
 	float *fy = malloc((size_t)B * sizeof(float)), *dy;
 	float scale = 1.0f / (float)B;
+	struct loss_spec spec;
+	struct loss_config lc = {LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, 1};
+	enum metric_kind acc = METRIC_ACCURACY;
+	char err[ERR_LEN];
 
 	assert_non_null(m);
+	assert_int_equal(loss_resolve(&spec, &lc, 1, 10, 1, &acc, 1, err), 0);
 	n = m->nparams;
 	/* biases too, so that a missing bias shows */
 	rng_init(&r, 11, 0);
@@ -139,8 +144,8 @@ static void expect_layers_match(const char *name, int B)
 	/* A copy from pageable memory may return before it lands, and the
 	 * model's stream does not wait for the default one. */
 	assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
-	cuda_model_forward(&cm, dx, B);
-	cuda_model_loss(&cm, dy, B, scale, 1);
+	cuda_model_forward(&cm, dx, B, 1);
+	cuda_model_loss(&cm, &spec, dy, B, scale, 1);
 	cuda_model_backward(&cm, dx, B, NULL, NULL);
 	assert_int_equal(cudaStreamSynchronize(cm.stream), cudaSuccess);
 
@@ -161,14 +166,14 @@ static void expect_layers_match(const char *name, int B)
 		expect_close(what, g + ly->w_len, m->grads + ly->b_off, ly->b_len, 1e-4);
 		free(g);
 	}
-	double sums[3];
+	double sums[METRICS_WORDS];
 	assert_int_equal(cudaMemcpy(sums, cm.sums, sizeof(sums), cudaMemcpyDeviceToHost),
 	                 cudaSuccess);
-	printf("  loss sum gpu %.9g cpu %.9g; correct gpu %g cpu %ld\n", sums[0], l.loss, sums[1],
+	printf("  loss sum gpu %.9g cpu %.9g; correct gpu %g cpu %ld\n", sums[0], l.loss, sums[2],
 	       l.correct);
 	assert_true(fabs(sums[0] - l.loss) <= 1e-4 * fabs(l.loss));
-	assert_true(sums[1] == (double)l.correct);
-	assert_true(sums[2] == (double)B);
+	assert_true(sums[2] == (double)l.correct);
+	assert_true(sums[1] == (double)B);
 
 	cudaFree(dx);
 	cudaFree(dy);
