@@ -93,21 +93,21 @@ static void test_im2col_and_col2im_match_the_cpu_for_every_geometry(void **state
 		float *in = random_floats(n, 1 + t, -1, 1);
 		float *wb = random_floats((size_t)KC * OC, 20 + t, -1, 1);
 		float *dout = random_floats((size_t)M * OC, 40 + t, -1, 1);
-		float *cols = malloc(sizeof(float) * (size_t)KC * M);
-		float *cpu_cols = malloc(sizeof(float) * (clen + 1));
-		float *cpu_dcols = malloc(sizeof(float) * (clen + 1));
-		float *dcols = malloc(sizeof(float) * (size_t)K * M);
-		float *want = malloc(sizeof(float) * (size_t)M * OC);
-		float *got = malloc(sizeof(float) * (size_t)M * OC);
-		float *dwb = malloc(sizeof(float) * (size_t)KC * OC);
-		float *dwant = malloc(sizeof(float) * n), *dgot = malloc(sizeof(float) * n);
+		float *cols = calloc((size_t)KC * M, sizeof(float));
+		float *cpu_cols = calloc(clen + 1, sizeof(float));
+		float *cpu_dcols = calloc(clen + 1, sizeof(float));
+		float *dcols = calloc((size_t)K * M, sizeof(float));
+		float *want = calloc((size_t)M * OC, sizeof(float));
+		float *got = calloc((size_t)M * OC, sizeof(float));
+		float *dwb = calloc((size_t)KC * OC, sizeof(float));
+		float *dwant = calloc(n, sizeof(float)), *dgot = calloc(n, sizeof(float));
 
 		for (long i = 0; i < (long)KC * M; i++)
 			cols[i] = elem_im2col(in, i, M, &g);
 		conv_forward_geom(want, cpu_cols, in, wb, B, &g, 1);
 		for (long m = 0; m < M && !direct; m++)
 			for (int k = 0; k < KC; k++)
-				if (memcmp(&cols[(long)k * M + m], &cpu_cols[m * KC + k], 4) != 0)
+				if (!same_bits(&cols[(long)k * M + m], &cpu_cols[m * KC + k], 1))
 					fail_msg("case %zu: cols[%d][%ld] differs", t, k, m);
 		for (long m = 0; m < M; m++)
 			for (int o = 0; o < OC; o++) {

@@ -768,7 +768,7 @@ struct backend *backend_new_cuda(struct model *m, const struct loss_spec *loss, 
 		CUDA_CHECK(cudaHostAlloc((void **)&cb->hy[k], (size_t)batch * cb->T * sizeof(float),
 		                         cudaHostAllocPortable));
 	}
-	CUDA_CHECK(cudaHostAlloc((void **)&cb->hsums, 2 * CUDA_SUMS * sizeof(double),
+	CUDA_CHECK(cudaHostAlloc((void **)&cb->hsums, 2 * sizeof(double) * CUDA_SUMS,
 	                         cudaHostAllocPortable));
 	CUDA_CHECK(cudaHostAlloc((void **)&cb->hin, (size_t)replicas * sizeof(struct step_in),
 	                         cudaHostAllocPortable));
