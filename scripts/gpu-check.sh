@@ -41,7 +41,7 @@ run() { env LD_LIBRARY_PATH="$libpath" "$@"; }
 
 echo "== GPU tests"
 MWJ_TEST_DATA=$data MWJ_CUDA_WORKER_BIN=$bin/mwj-worker \
-	run timeout 100 "$bin/worker_cuda_test_gpu" > "$out/test_gpu.txt" 2>&1
+	run timeout 150 "$bin/worker_cuda_test_gpu" > "$out/test_gpu.txt" 2>&1
 echo "test_gpu exit $?" >> "$out/test_gpu.txt"
 tail -n 15 "$out/test_gpu.txt"
 

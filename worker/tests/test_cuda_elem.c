@@ -19,7 +19,9 @@
 #include "conv.h"
 #include "cuda/elem.h"
 #include "dataset.h"
+#include "dense.h"
 #include "dropout.h"
+#include "err.h"
 #include "loss.h"
 #include "optimizer.h"
 #include "pool.h"
@@ -57,74 +59,100 @@ static void expect_near(const float *a, const float *b, size_t n, float tol)
 			fail_msg("element %zu: %.9g against %.9g", i, a[i], b[i]);
 }
 
-/* The convolution through elem_im2col and a plain product equals
- * conv_forward, for one channel (the CPU's direct path) and three (its
- * im2col path). */
-static void expect_conv_forward_matches(int C, int OC)
-{
-	const int B = 3, H = 7, W = 6, KH = 3, KW = 3, K = KH * KW * C;
-	const int OH = H - KH + 1, OW = W - KW + 1;
-	const long M = (long)B * OH * OW;
-	float *in = random_floats((size_t)B * H * W * C, 1, -1, 1);
-	float *wb = random_floats((size_t)(K + 1) * OC, 2, -1, 1);
-	float *cols = malloc(sizeof(float) * (size_t)(K + 1) * M);
-	float *scratch =
-	    malloc(sizeof(float) * (size_t)(conv_cols_len(B, H, W, C, KH, KW, OC) + 1));
-	float *want = malloc(sizeof(float) * (size_t)M * OC), *got = malloc(sizeof(float) * M * OC);
+/* The geometries the convolution tests run: the seed models' first layer
+ * (the CPU's direct path, which makes no cols), valid and stride 1 with a
+ * bias, and same padding, strides and no bias, odd sizes included. */
+static const struct {
+	int H, W, C, KH, KW, OC, SH, SW, same, bias;
+} CONV_CASES[] = {
+    {7, 6, 1, 3, 3, 32, 1, 1, 0, 1}, {7, 6, 3, 3, 3, 5, 1, 1, 0, 1}, {6, 7, 3, 3, 2, 4, 1, 1, 0, 1},
+    {7, 7, 2, 3, 3, 4, 2, 2, 1, 0},  {8, 5, 3, 4, 3, 3, 2, 1, 1, 1}, {9, 8, 2, 3, 2, 3, 3, 2, 0, 0},
+    {5, 6, 1, 5, 5, 2, 1, 2, 1, 0},
+};
 
-	for (long i = 0; i < (K + 1) * M; i++)
-		cols[i] = elem_im2col(in, i, M, H, W, C, KH, KW);
-	for (long m = 0; m < M; m++)
-		for (int o = 0; o < OC; o++) {
-			float s = 0.0f;
-			for (int k = 0; k <= K; k++)
-				s += cols[(long)k * M + m] * wb[(long)k * OC + o];
-			got[m * OC + o] = s > 0.0f ? s : 0.0f;
-		}
-	conv_forward(want, scratch, in, wb, B, H, W, C, KH, KW, OC, 1);
-	expect_near(got, want, (size_t)M * OC, 1e-5f);
-	free(in), free(wb), free(cols), free(scratch), free(want), free(got);
-}
-
-static void test_im2col_lowers_the_convolution_the_cpu_computes(void **state)
+/* For each geometry: cols as elem_im2col makes them are the transpose of
+ * the CPU's, bit for bit; a plain product over them gives conv.c's output
+ * (to float rounding: OpenBLAS sums in its own order); and din through
+ * elem_col2im from the CPU's own dcols is the CPU's din, bit for bit. */
+static void test_im2col_and_col2im_match_the_cpu_for_every_geometry(void **state)
 {
 	(void)state;
-	expect_conv_forward_matches(1, 32);
-	expect_conv_forward_matches(3, 5);
+	for (size_t t = 0; t < sizeof(CONV_CASES) / sizeof(CONV_CASES[0]); t++) {
+		const int B = 3;
+		struct conv_geom g;
+		assert_int_equal(conv_geom_init(&g, CONV_CASES[t].H, CONV_CASES[t].W,
+		                                CONV_CASES[t].C, CONV_CASES[t].KH, CONV_CASES[t].KW,
+		                                CONV_CASES[t].OC, CONV_CASES[t].SH,
+		                                CONV_CASES[t].SW, CONV_CASES[t].same,
+		                                CONV_CASES[t].bias),
+		                 0);
+		const int K = g.KH * g.KW * g.C, KC = K + g.bias, OC = g.OC;
+		const long M = (long)B * g.OH * g.OW;
+		size_t n = (size_t)B * g.H * g.W * g.C, clen = (size_t)conv_geom_cols_len(&g, B);
+		int direct = clen == 0;
+		float *in = random_floats(n, 1 + t, -1, 1);
+		float *wb = random_floats((size_t)KC * OC, 20 + t, -1, 1);
+		float *dout = random_floats((size_t)M * OC, 40 + t, -1, 1);
+		float *cols = calloc((size_t)KC * M, sizeof(float));
+		float *cpu_cols = calloc(clen + 1, sizeof(float));
+		float *cpu_dcols = calloc(clen + 1, sizeof(float));
+		float *dcols = calloc((size_t)K * M, sizeof(float));
+		float *want = calloc((size_t)M * OC, sizeof(float));
+		float *got = calloc((size_t)M * OC, sizeof(float));
+		float *dwb = calloc((size_t)KC * OC, sizeof(float));
+		float *dwant = calloc(n, sizeof(float)), *dgot = calloc(n, sizeof(float));
+
+		for (long i = 0; i < (long)KC * M; i++)
+			cols[i] = elem_im2col(in, i, M, &g);
+		conv_forward_geom(want, cpu_cols, in, wb, B, &g, 1);
+		for (long m = 0; m < M && !direct; m++)
+			for (int k = 0; k < KC; k++)
+				if (!same_bits(&cols[(long)k * M + m], &cpu_cols[m * KC + k], 1))
+					fail_msg("case %zu: cols[%d][%ld] differs", t, k, m);
+		for (long m = 0; m < M; m++)
+			for (int o = 0; o < OC; o++) {
+				float v = 0.0f;
+				for (int k = 0; k < KC; k++)
+					v += cols[(long)k * M + m] * wb[(long)k * OC + o];
+				got[m * OC + o] = v > 0.0f ? v : 0.0f;
+			}
+		expect_near(got, want, (size_t)M * OC, 1e-5f);
+
+		conv_backward_geom(dwb, dwant, cpu_dcols, dout, in, cpu_cols, wb, B, &g);
+		for (int k = 0; k < K; k++)
+			for (long m = 0; m < M; m++) {
+				float v = 0.0f;
+				for (int o = 0; o < OC && direct; o++)
+					v += wb[(long)k * OC + o] * dout[m * OC + o];
+				dcols[(long)k * M + m] = direct ? v : cpu_dcols[m * K + k];
+			}
+		for (size_t j = 0; j < n; j++)
+			dgot[j] = elem_col2im(dcols, (long)j, M, &g);
+		if (direct)
+			expect_near(dgot, dwant, n, 1e-5f);
+		else if (!same_bits(dgot, dwant, n))
+			fail_msg("case %zu: col2im differs from conv.c's", t);
+		free(in), free(wb), free(dout), free(cols), free(cpu_cols), free(cpu_dcols);
+		free(dcols), free(want), free(got), free(dwb), free(dwant), free(dgot);
+	}
 }
 
-/* din through a plain dcols = w @ dout^T and elem_col2im equals
- * conv_backward's din. */
-static void test_col2im_gives_the_cpus_input_gradient(void **state)
+/* A dense layer's bias gradient, the column sums of dout, as dense.c's:
+ * bit for bit. */
+static void test_column_sums_give_the_cpus_bias_gradient_bit_for_bit(void **state)
 {
-	const int B = 2, H = 6, W = 7, C = 3, KH = 3, KW = 2, OC = 4, K = KH * KW * C;
-	const int OH = H - KH + 1, OW = W - KW + 1;
-	const long M = (long)B * OH * OW;
-	float *in = random_floats((size_t)B * H * W * C, 3, -1, 1);
-	float *wb = random_floats((size_t)(K + 1) * OC, 4, -1, 1);
-	float *dout = random_floats((size_t)M * OC, 5, -1, 1);
-	long clen = conv_cols_len(B, H, W, C, KH, KW, OC);
-	float *cols = malloc(sizeof(float) * clen), *dcols = malloc(sizeof(float) * clen);
-	float *dwb = malloc(sizeof(float) * (K + 1) * OC), *out = malloc(sizeof(float) * M * OC);
-	size_t n = (size_t)B * H * W * C;
-	float *want = malloc(sizeof(float) * n), *got = malloc(sizeof(float) * n);
-	float *mine = malloc(sizeof(float) * K * M);
+	const int R = 97, IN = 5, OUT = 33;
+	float *in = random_floats((size_t)R * IN, 60, -1, 1);
+	float *w = random_floats((size_t)OUT * IN, 61, -1, 1);
+	float *dout = random_floats((size_t)R * OUT, 62, -3, 3);
+	float dw[33 * 5], db[33], got[33];
 	(void)state;
 
-	conv_forward(out, cols, in, wb, B, H, W, C, KH, KW, OC, 0);
-	conv_backward(dwb, want, dcols, dout, in, cols, wb, B, H, W, C, KH, KW, OC);
-	for (int k = 0; k < K; k++)
-		for (long m = 0; m < M; m++) {
-			float s = 0.0f;
-			for (int o = 0; o < OC; o++)
-				s += wb[(long)k * OC + o] * dout[m * OC + o];
-			mine[(long)k * M + m] = s;
-		}
-	for (size_t j = 0; j < n; j++)
-		got[j] = elem_col2im(mine, (long)j, M, H, W, C, KH, KW);
-	expect_near(got, want, n, 1e-5f);
-	free(in), free(wb), free(dout), free(cols), free(dcols), free(dwb), free(out);
-	free(want), free(got), free(mine);
+	dense_backward(dw, db, NULL, dout, in, w, R, IN, OUT, 0, NULL, NULL, 0);
+	for (int j = 0; j < OUT; j++)
+		got[j] = elem_col_sum(dout, j, R, OUT);
+	assert_memory_equal(got, db, sizeof(db));
+	free(in), free(w), free(dout);
 }
 
 /* Max pooling forward and backward, odd edges, ties and the ReLU mask
@@ -152,6 +180,81 @@ static void test_max_pool_kernels_match_the_cpu_bit_for_bit(void **state)
 		assert_memory_equal(dgot, dwant, n * sizeof(float));
 	}
 	free(in), free(dout), free(want), free(got), free(dwant), free(dgot);
+}
+
+/* Pools of any size, stride and padding: overlapping windows, windows
+ * that skip pixels, same padding with clipped windows, odd sizes. */
+static const struct {
+	int H, W, C, PH, PW, SH, SW, same;
+} POOL_CASES[] = {
+    {7, 5, 3, 2, 2, 2, 2, 1}, {7, 7, 2, 3, 3, 1, 1, 0}, {8, 6, 3, 3, 3, 2, 2, 1},
+    {9, 7, 2, 2, 3, 3, 1, 0}, {5, 6, 4, 3, 2, 1, 2, 1}, {6, 6, 1, 1, 1, 2, 2, 0},
+};
+
+/* Max and average pooling, forward and backward, for each geometry: the
+ * same bits as pool.c, ties (from few distinct inputs) included. */
+static void test_pool_kernels_of_any_geometry_match_the_cpu_bit_for_bit(void **state)
+{
+	(void)state;
+	for (size_t t = 0; t < sizeof(POOL_CASES) / sizeof(POOL_CASES[0]); t++) {
+		const int B = 2;
+		struct pool_geom g;
+		assert_int_equal(pool_geom_init(&g, POOL_CASES[t].H, POOL_CASES[t].W,
+		                                POOL_CASES[t].C, POOL_CASES[t].PH, POOL_CASES[t].PW,
+		                                POOL_CASES[t].SH, POOL_CASES[t].SW,
+		                                POOL_CASES[t].same),
+		                 0);
+		size_t n = (size_t)B * g.H * g.W * g.C, no = (size_t)B * g.OH * g.OW * g.C;
+		float *in = random_floats(n, 70 + t, -2, 2),
+		      *dout = random_floats(no, 80 + t, -1, 1);
+		float *want = malloc(sizeof(float) * no), *got = malloc(sizeof(float) * no);
+		float *dwant = malloc(sizeof(float) * n), *dgot = malloc(sizeof(float) * n);
+		for (size_t i = 0; i < n; i++)
+			in[i] = roundf(in[i]); /* many ties */
+
+		maxpool_forward_geom(want, in, B, &g);
+		for (size_t o = 0; o < no; o++)
+			got[o] = elem_maxpool_geom(in, (long)o, &g);
+		if (!same_bits(got, want, no))
+			fail_msg("case %zu: max pool differs", t);
+		maxpool_backward_geom(dwant, dout, in, want, B, &g);
+		for (size_t j = 0; j < n; j++)
+			dgot[j] = elem_maxpool_geom_backward(dout, in, want, (long)j, &g);
+		if (!same_bits(dgot, dwant, n))
+			fail_msg("case %zu: max pool's gradient differs", t);
+
+		avgpool_forward_geom(want, in, B, &g);
+		for (size_t o = 0; o < no; o++)
+			got[o] = elem_avgpool(in, (long)o, &g);
+		if (!same_bits(got, want, no))
+			fail_msg("case %zu: average pool differs", t);
+		avgpool_backward_geom(dwant, dout, B, &g);
+		for (size_t j = 0; j < n; j++)
+			dgot[j] = elem_avgpool_backward(dout, (long)j, &g);
+		if (!same_bits(dgot, dwant, n))
+			fail_msg("case %zu: average pool's gradient differs", t);
+		free(in), free(dout), free(want), free(got), free(dwant), free(dgot);
+	}
+}
+
+static void test_global_average_pool_kernels_match_the_cpu_bit_for_bit(void **state)
+{
+	const int B = 3, HW = 49, C = 7;
+	size_t n = (size_t)B * HW * C, no = (size_t)B * C;
+	float *in = random_floats(n, 90, -3, 3), *dout = random_floats(no, 91, -1, 1);
+	float want[3 * 7], got[3 * 7];
+	float *dwant = malloc(sizeof(float) * n), *dgot = malloc(sizeof(float) * n);
+	(void)state;
+
+	global_avgpool_forward(want, in, B, HW, C);
+	for (size_t o = 0; o < no; o++)
+		got[o] = elem_global_avgpool(in, (long)o, HW, C);
+	assert_memory_equal(got, want, sizeof(want));
+	global_avgpool_backward(dwant, dout, B, HW, C);
+	for (size_t j = 0; j < n; j++)
+		dgot[j] = elem_global_avgpool_backward(dout, (long)j, HW, C);
+	assert_memory_equal(dgot, dwant, n * sizeof(float));
+	free(in), free(dout), free(dwant), free(dgot);
 }
 
 /* The GPU's loss kernel runs loss.h's per-example function: the batch's
@@ -272,7 +375,8 @@ static void test_optimizer_kernels_match_the_cpu_bit_for_bit(void **state)
 	}
 }
 
-/* The pixels scaled on the GPU are the floats the CPU's gather makes. */
+/* The pixels scaled on the GPU are the floats the CPU's gather makes, by
+ * default and with --rescale. */
 static void test_pixel_kernel_scales_as_the_dataset_does(void **state)
 {
 	struct dataset ds = {.n = 1, .rows = 16, .cols = 16};
@@ -286,13 +390,19 @@ static void test_pixel_kernel_scales_as_the_dataset_does(void **state)
 	ds.labels = &label;
 	dataset_gather(want, &y, &ds, NULL, 0, 1);
 	for (int i = 0; i < 256; i++)
-		assert_true(elem_pixel(img[i]) == want[i]);
+		assert_true(elem_pixel(img[i], ds.scale) == want[i]);
+	dataset_set_rescale(&ds, 1.0f / 127.5f); /* --rescale */
+	dataset_gather(want, &y, &ds, NULL, 0, 1);
+	for (int i = 0; i < 256; i++)
+		assert_true(elem_pixel(img[i], ds.scale) == want[i]);
 }
 
 /* Activations, dropout and batch normalisation: the kernels' arithmetic
  * (elem.h) against activation.c, dropout.c and batchnorm.c, bit for bit. */
 
 static const struct keras_act ELEM_ACTS[] = {
+    {.kind = KERAS_ACT_LINEAR},
+    {.kind = KERAS_ACT_RELU},
     {.kind = KERAS_ACT_SIGMOID},
     {.kind = KERAS_ACT_TANH},
     {.kind = KERAS_ACT_SOFTMAX},
@@ -302,43 +412,25 @@ static const struct keras_act ELEM_ACTS[] = {
     {.kind = KERAS_ACT_LEAKY_RELU, .negative_slope = -0.5f},
 };
 
-/* y (rows, cols) as a kernel computes it, one element (softmax: one row)
- * at a time. */
+/* y (rows, cols) as the activation kernels compute it: elem_act per
+ * element, elem_softmax_row per row. */
 static void elem_act_forward(float *y, const float *x, long rows, long cols,
                              const struct keras_act *a)
 {
 	for (long r = 0; r < rows && a->kind == KERAS_ACT_SOFTMAX; r++)
 		elem_softmax_row(y + r * cols, x + r * cols, cols);
-	for (long i = 0; i < rows * cols && a->kind != KERAS_ACT_SOFTMAX; i++) {
-		if (a->kind == KERAS_ACT_SIGMOID)
-			y[i] = elem_sigmoid(x[i]);
-		else if (a->kind == KERAS_ACT_TANH)
-			y[i] = elem_tanh(x[i]);
-		else if (a->kind == KERAS_ACT_GELU)
-			y[i] = elem_gelu(x[i], a->approximate);
-		else
-			y[i] = elem_leaky_relu(x[i], a->negative_slope);
-	}
+	for (long i = 0; i < rows * cols && a->kind != KERAS_ACT_SOFTMAX; i++)
+		y[i] = elem_act(x[i], a);
 }
 
 /* dx from dy, the forward output y and its input x, likewise. */
-static void elem_act_backward(float *dx, const float *dy, const float *y, const float *x, long rows,
-                              long cols, const struct keras_act *a)
+static void elem_act_backward_all(float *dx, const float *dy, const float *y, const float *x,
+                                  long rows, long cols, const struct keras_act *a)
 {
-	float s = a->negative_slope;
-
 	for (long r = 0; r < rows && a->kind == KERAS_ACT_SOFTMAX; r++)
 		elem_softmax_backward_row(dx + r * cols, dy + r * cols, y + r * cols, cols);
-	for (long i = 0; i < rows * cols && a->kind != KERAS_ACT_SOFTMAX; i++) {
-		if (a->kind == KERAS_ACT_SIGMOID)
-			dx[i] = elem_sigmoid_backward(dy[i], y[i]);
-		else if (a->kind == KERAS_ACT_TANH)
-			dx[i] = elem_tanh_backward(dy[i], y[i]);
-		else if (a->kind == KERAS_ACT_GELU)
-			dx[i] = elem_gelu_backward(dy[i], x[i], a->approximate);
-		else
-			dx[i] = elem_leaky_relu_backward(dy[i], s < 0.0f ? x[i] : y[i], s);
-	}
+	for (long i = 0; i < rows * cols && a->kind != KERAS_ACT_SOFTMAX; i++)
+		dx[i] = elem_act_backward(dy[i], y[i], x[i], a);
 }
 
 /* The backward kernel reads the CPU's y (the same bits as the kernel's,
@@ -360,7 +452,7 @@ static void test_activation_kernels_match_the_cpu_bit_for_bit(void **state)
 		act_backward(wantd, dy, want, x, rows, cols, &ELEM_ACTS[k]);
 		elem_act_forward(got, x, (long)rows, (long)cols, &ELEM_ACTS[k]);
 		assert_memory_equal(got, want, n * sizeof(float));
-		elem_act_backward(gotd, dy, want, x, (long)rows, (long)cols, &ELEM_ACTS[k]);
+		elem_act_backward_all(gotd, dy, want, x, (long)rows, (long)cols, &ELEM_ACTS[k]);
 		assert_memory_equal(gotd, wantd, n * sizeof(float));
 	}
 	free(x), free(dy), free(want), free(wantd), free(got), free(gotd);
@@ -439,18 +531,146 @@ static void test_batchnorm_kernels_match_the_cpu_bit_for_bit(void **state)
 	free(x), free(dy), free(gamma), free(beta), free(mm), free(mv), free(want), free(got);
 }
 
+/* The kernels' per-channel steps as one thread runs them, and the moving
+ * statistics' update, against batchnorm.c's passes, with and without
+ * gamma and beta: bit for bit. */
+static void test_batchnorm_channel_kernels_match_the_cpu_bit_for_bit(void **state)
+{
+	enum { N = 75, C = 9 };
+	const size_t n = (size_t)N * C;
+	const float eps = 1e-3f;
+	float *x = random_floats(n, 63, -2, 6), *dy = random_floats(n, 64, -1, 1);
+	float *gamma = random_floats(C, 65, 0.5f, 2), *beta = random_floats(C, 66, -1, 1);
+	float *want = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
+	float mean[C], var[C], invstd[C], gm[C], gv[C], gi[C], s[C], t[C], a[C], b[C], k[C];
+	float dgamma[C], dbeta[C], gdg[C], gdb[C];
+	(void)state;
+
+	for (int params = 0; params < 2; params++) {
+		const float *g = params ? gamma : NULL, *be = params ? beta : NULL;
+		batchnorm_forward_train(want, mean, var, invstd, x, g, be, N, C, eps);
+		for (int c = 0; c < C; c++)
+			elem_batchnorm_train_channel(gm, gv, gi, s, t, x, g, be, N, C, c, eps);
+		assert_memory_equal(gm, mean, sizeof(mean));
+		assert_memory_equal(gv, var, sizeof(var));
+		assert_memory_equal(gi, invstd, sizeof(invstd));
+		for (size_t i = 0; i < n; i++)
+			got[i] = elem_batchnorm(x, (long)i, C, s, t);
+		assert_memory_equal(got, want, n * sizeof(float));
+
+		batchnorm_forward_infer(want, x, g, be, mean, var, N, C, eps);
+		for (int c = 0; c < C; c++)
+			elem_batchnorm_infer_channel(s, t, mean, var, g, be, c, eps);
+		for (size_t i = 0; i < n; i++)
+			got[i] = elem_batchnorm(x, (long)i, C, s, t);
+		assert_memory_equal(got, want, n * sizeof(float));
+
+		batchnorm_backward(want, params ? dgamma : NULL, params ? dbeta : NULL, dy, x, mean,
+		                   invstd, g, N, C);
+		for (int c = 0; c < C; c++)
+			elem_batchnorm_grad_channel(params ? gdg : NULL, params ? gdb : NULL, a, b,
+			                            k, dy, x, mean, invstd, g, N, C, c);
+		if (params) {
+			assert_memory_equal(gdg, dgamma, sizeof(dgamma));
+			assert_memory_equal(gdb, dbeta, sizeof(dbeta));
+		}
+		for (size_t i = 0; i < n; i++)
+			got[i] = elem_batchnorm_backward(dy, x, (long)i, C, mean, a, b, k);
+		assert_memory_equal(got, want, n * sizeof(float));
+	}
+
+	/* The statistics summed over 1 and 3 replicas, as they arrive after the
+	 * all-reduce (mean row, then variance row), moved as model.c moves them. */
+	for (int world = 1; world <= 3; world += 2) {
+		float stats[2 * C], mm[C], mv[C], em[C], ev[C], keep, take;
+		for (int c = 0; c < C; c++) {
+			stats[c] = mean[c] * (float)world, stats[C + c] = var[c] * (float)world;
+			mm[c] = em[c] = gamma[c], mv[c] = ev[c] = beta[c] + 2.0f;
+			gm[c] = batchnorm_mean_over(stats[c], world);
+			gv[c] = batchnorm_mean_over(stats[C + c], world);
+		}
+		batchnorm_update_moving(mm, mv, gm, gv, C, 0.99);
+		batchnorm_momentum(&keep, &take, 0.99);
+		for (int c = 0; c < C; c++)
+			elem_batchnorm_moving(em, ev, stats, C, c, world, keep, take);
+		assert_memory_equal(em, mm, sizeof(mm));
+		assert_memory_equal(ev, mv, sizeof(mv));
+	}
+	free(x), free(dy), free(gamma), free(beta), free(want), free(got);
+}
+
+/* Every loss and metric, from logits and from probabilities, on the rows
+ * a kernel thread takes: from 0 with stride 1 it is loss_batch, bit for
+ * bit; three threads' rows cover the batch, their sums the same to
+ * rounding. */
+static void test_loss_rows_match_the_cpus_loss_batch(void **state)
+{
+	static const struct {
+		enum loss_kind kind;
+		int logits, K, T;
+		enum metric_kind metric;
+	} cases[] = {
+	    {LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, 1, 10, 1, METRIC_ACCURACY},
+	    {LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, 0, 10, 1, METRIC_ACCURACY},
+	    {LOSS_CATEGORICAL_CROSSENTROPY, 1, 6, 6, METRIC_ACCURACY},
+	    {LOSS_CATEGORICAL_CROSSENTROPY, 0, 6, 6, METRIC_CATEGORICAL_ACCURACY},
+	    {LOSS_BINARY_CROSSENTROPY, 1, 3, 3, METRIC_ACCURACY},
+	    {LOSS_BINARY_CROSSENTROPY, 0, 1, 1, METRIC_BINARY_ACCURACY},
+	    {LOSS_MEAN_SQUARED_ERROR, 0, 4, 4, METRIC_MEAN_ABSOLUTE_ERROR},
+	    {LOSS_MEAN_ABSOLUTE_ERROR, 0, 4, 4, METRIC_MEAN_SQUARED_ERROR},
+	};
+	const int B = 23;
+	char err[ERR_LEN];
+	(void)state;
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct loss_spec s;
+		struct loss_config lc = {cases[c].kind, cases[c].logits};
+		int K = cases[c].K, T = cases[c].T;
+		assert_int_equal(
+		    loss_resolve(&s, &lc, cases[c].logits, K, T, &cases[c].metric, 1, err), 0);
+		float *z = random_floats((size_t)B * K, 100 + c, -3, 3);
+		float *p = random_floats((size_t)B * K, 110 + c, 0.0f, 1.0f);
+		float *y = random_floats((size_t)B * T, 120 + c, 0.0f, 1.0f);
+		float *want = malloc(sizeof(float) * B * K), *got = malloc(sizeof(float) * B * K);
+		const float *zz = cases[c].logits ? z : p;
+		for (int i = 0; i < B && T == 1 && K > 1; i++)
+			y[i] = (float)(i % K); /* class labels */
+		p[1] = 0.0f, p[2] = 1.0f;      /* clipped probabilities */
+		double out[1 + LOSS_MAX_METRICS] = {0}, mine[1 + LOSS_MAX_METRICS] = {0};
+		double parts[3][1 + LOSS_MAX_METRICS] = {{0}};
+		loss_batch(want, out, zz, p, y, B, &s, 1.0f / 64);
+		elem_loss_rows(got, mine, zz, p, y, 0, 1, B, &s, 1.0f / 64);
+		assert_memory_equal(got, want, sizeof(float) * B * K);
+		assert_memory_equal(mine, out, sizeof(out));
+		memset(got, 0, sizeof(float) * B * K);
+		for (int th = 0; th < 3; th++)
+			elem_loss_rows(got, parts[th], zz, p, y, th, 3, B, &s, 1.0f / 64);
+		assert_memory_equal(got, want, sizeof(float) * B * K);
+		for (int m = 0; m < 2; m++) {
+			double sum = parts[0][m] + parts[1][m] + parts[2][m];
+			assert_true(fabs(sum - out[m]) <= 1e-12 * (1.0 + fabs(out[m])));
+		}
+		free(z), free(p), free(y), free(want), free(got);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_pixel_kernel_scales_as_the_dataset_does),
-	    cmocka_unit_test(test_im2col_lowers_the_convolution_the_cpu_computes),
-	    cmocka_unit_test(test_col2im_gives_the_cpus_input_gradient),
+	    cmocka_unit_test(test_im2col_and_col2im_match_the_cpu_for_every_geometry),
+	    cmocka_unit_test(test_column_sums_give_the_cpus_bias_gradient_bit_for_bit),
 	    cmocka_unit_test(test_max_pool_kernels_match_the_cpu_bit_for_bit),
+	    cmocka_unit_test(test_pool_kernels_of_any_geometry_match_the_cpu_bit_for_bit),
+	    cmocka_unit_test(test_global_average_pool_kernels_match_the_cpu_bit_for_bit),
 	    cmocka_unit_test(test_cross_entropy_kernel_matches_the_cpu_bit_for_bit),
 	    cmocka_unit_test(test_optimizer_kernels_match_the_cpu_bit_for_bit),
 	    cmocka_unit_test(test_activation_kernels_match_the_cpu_bit_for_bit),
 	    cmocka_unit_test(test_dropout_kernel_matches_the_cpu_bit_for_bit),
 	    cmocka_unit_test(test_batchnorm_kernels_match_the_cpu_bit_for_bit),
+	    cmocka_unit_test(test_batchnorm_channel_kernels_match_the_cpu_bit_for_bit),
+	    cmocka_unit_test(test_loss_rows_match_the_cpus_loss_batch),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -176,7 +176,8 @@ static int run_setup(struct run *r, const struct train_config *cfg, char *err)
 	if (!r->model || resolve_loss(r, cfg, err) < 0)
 		return -1;
 	if (r->device == DEVICE_CUDA &&
-	    backend_cuda_supports(r->model, &r->loss, r->train.kind == DATASET_IDX, err) < 0) {
+	    backend_cuda_supports(r->model, cfg->km, &r->loss, r->replicas,
+	                          cfg->cluster ? cfg->cluster->world : 1, err) < 0) {
 		if (cfg->device != DEVICE_AUTO)
 			return err_prefix(err, "--device cuda");
 		/* --device auto: the CPU trains what the GPU does not yet. */

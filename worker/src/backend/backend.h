@@ -86,10 +86,14 @@ struct backend *backend_new_cuda(struct model *m, const struct loss_spec *loss, 
                                  struct comm *c, struct dataset_stream *s, int batch, int replicas,
                                  int collective_ms, char *err);
 
-/* Whether the CUDA backend trains m with loss on data of kind: 0, or -1
- * with what it lacks in err (always -1 in a CPU-only build). */
-int backend_cuda_supports(const struct model *m, const struct loss_spec *loss, int idx_data,
-                          char *err);
+/* Whether the CUDA backend trains m (built from km, which names its
+ * layers in messages; may be NULL) with loss on replicas GPUs of this
+ * worker among workers: 0, or -1 with what it lacks in err, naming the
+ * layer (always -1 in a CPU-only build). It trains every layer, loss and
+ * metric the CPU does, on IDX and NumPy data, except batch normalisation
+ * with synchronized: true over more than one replica in all. */
+int backend_cuda_supports(const struct model *m, const struct keras_model *km,
+                          const struct loss_spec *loss, int replicas, int workers, char *err);
 void backend_free(struct backend *b);
 
 /* A training step: this worker's batch at s->pos, forward, loss scaled by

@@ -37,10 +37,10 @@ struct backend *backend_new_cuda(struct model *m, const struct loss_spec *loss, 
 	return NULL;
 }
 
-int backend_cuda_supports(const struct model *m, const struct loss_spec *loss, int idx_data,
-                          char *err)
+int backend_cuda_supports(const struct model *m, const struct keras_model *km,
+                          const struct loss_spec *loss, int replicas, int workers, char *err)
 {
-	(void)m, (void)loss, (void)idx_data;
+	(void)m, (void)km, (void)loss, (void)replicas, (void)workers;
 	return err_set(err, "%s", NO_CUDA);
 }
 

@@ -6,10 +6,15 @@
  *   grads   the batch's forward and backward passes, and the gradients
  *           summed across every replica of every worker, bucket by bucket,
  *           last layer first, on a second stream while the backward pass
- *           goes on; with them the step's loss, correct and count, and the
- *           preemption notices, summed as doubles; those four copied to
- *           the host;
- *   update  the optimizer, on every replica alike.
+ *           goes on (the batch normalisation layers' batch statistics,
+ *           which model.h lays out after the gradients, in a bucket of
+ *           their own, first: the forward pass has finished them); with
+ *           them the step's loss, count and metrics, the preemption
+ *           notices and the replicas, summed as doubles and copied to the
+ *           host;
+ *   update  the optimizer, then the moving statistics toward the batch
+ *           statistics' mean over every replica (model_update_state's
+ *           rule), on every replica alike.
  * The host waits for the first part only: if a collective failed there
  * (a lost peer, or no progress for --collective-timeout), the update is
  * never enqueued, so the state on the GPUs is that of the step before,
@@ -21,15 +26,20 @@
  *
  * The next step's batch is gathered on the host into the other of two
  * pinned buffers and copied on a stream of its own while the GPU runs this
- * step, as the file's bytes: a quarter of the floats' size to copy, and
- * the GPU scales them. With one GPU both parts are captured once as CUDA graphs (one for
- * each input buffer) after a first step run directly, and each step is
- * then two graph launches: a small model's step is mostly launch overhead.
+ * step: an IDX split as the file's bytes (a quarter of the floats' size to
+ * copy, and the GPU scales them), NumPy data as the floats the CPU's
+ * gather makes. What changes from step to step inside a captured part is
+ * read from pinned host memory by copies in the part itself: the stream
+ * position dropout's masks take, the notice, Adam's step size. With one
+ * GPU both parts are captured once as CUDA graphs (one for each input
+ * buffer) after a first step run directly, and each step is then two
+ * graph launches: a small model's step is mostly launch overhead.
  * Not with NCCL: a graph that holds NCCL's work holds its communicator,
  * which must be aborted at once when a peer is lost. MWJ_CUDA_GRAPHS=0
  * turns them off; a capture that fails is logged once and the steps run
  * directly.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,10 +64,18 @@ struct replica {
 	float *state; /* the optimizer's (nslots, nparams) */
 	float *alpha; /* Adam's step size this step, copied from the host's */
 	cudaStream_t copy, comm;
-	uint8_t *px[2]; /* (n, H, W, C): the two input buffers, the file's bytes */
-	float *y[2];    /* (n): class labels */
-	float *x;       /* (n, H, W, C): the step's input, scaled */
+	void *in[2]; /* (n, in_len): the two input buffers, bytes (IDX) or floats */
+	float *y[2]; /* (n, T): targets */
+	float *x;    /* (n, in_len): an IDX step's input, scaled */
 	cudaEvent_t copied[2], layer_done[MODEL_MAX_LAYERS], reduced, grads_done;
+};
+
+/* What a replica's step reads from the host, copied in by the step
+ * itself: its notice and its count, the two last words of its sums, and
+ * the stream position of its first example. */
+struct step_in {
+	double notice, replicas;
+	uint64_t pos;
 };
 
 /* A bucket: the gradients of layers lo..hi, one contiguous slice. */
@@ -79,24 +97,31 @@ struct cuda_backend {
 	struct replica rep[MAX_REPLICAS];
 	enum sum_path sum;
 	int nbuckets;
-	struct bucket buckets[MODEL_MAX_LAYERS];
-	size_t in_len; /* floats of one example */
+	struct bucket buckets[MODEL_MAX_LAYERS + 1]; /* the statistics' too */
+	size_t in_len;                               /* values of one example */
+	size_t T;                                    /* targets of one example */
+	int bytes;       /* the input is an IDX split's bytes, scaled on the GPU */
+	float scale;     /* the split's (dataset.h), for bytes */
+	size_t in_size;  /* bytes of one example's input as copied */
+	size_t ngrads;   /* the gradients and the batch statistics */
+	int stats_world; /* the replicas the last step's statistics were summed over */
 	int collective_ms;
 	/* Pinned host memory. */
-	uint8_t *hx[2]; /* (batch, in_len): the worker's batch, bytes */
-	float *hy[2];   /* (batch) */
+	void *hx[2];  /* (batch, in_len): the worker's batch, bytes or floats */
+	float *hy[2]; /* (batch, T) */
 	uint64_t hpos[2];
-	int hfull[2];  /* hx[k] holds the batch at hpos[k] */
-	int last;      /* the buffer of the last step, -1 before the first */
-	double *hsums; /* (4) replica 0's sums after a step; (4) after it: evaluation's */
-	double *hnotice;
-	float *halpha; /* Adam's step size, as optimizer_begin_step computed it */
-	float *hgrads; /* (nparams): SUM_HOST only */
+	int hfull[2];        /* hx[k] holds the batch at hpos[k] */
+	int last;            /* the buffer of the last step, -1 before the first */
+	double *hsums;       /* (CUDA_SUMS) replica 0's after a step, then evaluation's */
+	struct step_in *hin; /* (nrep) */
+	float *halpha;       /* Adam's step size, as optimizer_begin_step computed it */
+	float *hgrads;       /* (ngrads): SUM_HOST only */
 	/* Evaluation's input on replica 0. */
 	float *ex;
 	float *ey;
 	enum graph_state graphs;
 	float graph_scale; /* the loss scale the graphs were captured with */
+	int graph_world;   /* and the stats_world */
 	cudaGraphExec_t graph_grads[2], graph_update;
 };
 
@@ -130,7 +155,7 @@ static int enqueue_device_sums(struct cuda_backend *cb, struct backend *b, char 
 	}
 	for (int r = 0; r < cb->nrep; r++)
 		bufs[r] = cb->rep[r].m.sums;
-	if (comm_allreduce_device(b->comm, bufs, 4, COMM_F64, streams, err) < 0)
+	if (comm_allreduce_device(b->comm, bufs, CUDA_SUMS, COMM_F64, streams, err) < 0)
 		return -1;
 	for (int r = 0; r < cb->nrep; r++) {
 		struct replica *rep = &cb->rep[r];
@@ -147,23 +172,26 @@ static int enqueue_grads(struct cuda_backend *cb, struct backend *b, int k, floa
 	for (int r = 0; r < cb->nrep; r++) {
 		struct replica *rep = &cb->rep[r];
 		cudaStream_t st = rep->m.stream;
+		const float *x = rep->in[k];
 		CUDA_CHECK(cudaSetDevice(r));
-		/* One notice per worker: replica 0 carries it. */
-		if (r == 0)
-			CUDA_CHECK(cudaMemcpyAsync(rep->m.sums + 3, cb->hnotice, sizeof(double),
-			                           cudaMemcpyHostToDevice, st));
-		else
-			CUDA_CHECK(cudaMemsetAsync(rep->m.sums + 3, 0, sizeof(double), st));
-		kernel_pixels(rep->x, rep->px[k], (long)rep->n * (long)cb->in_len, st);
-		cuda_model_forward(&rep->m, rep->x, rep->n);
-		cuda_model_loss(&rep->m, rep->y[k], rep->n, scale, 1);
-		cuda_model_backward(&rep->m, rep->x, rep->n,
+		CUDA_CHECK(cudaMemcpyAsync(rep->m.sums + CUDA_SUM_NOTICE, &cb->hin[r].notice,
+		                           2 * sizeof(double), cudaMemcpyHostToDevice, st));
+		CUDA_CHECK(cudaMemcpyAsync(rep->m.pos, &cb->hin[r].pos, sizeof(uint64_t),
+		                           cudaMemcpyHostToDevice, st));
+		if (cb->bytes) {
+			kernel_pixels(rep->x, rep->in[k], (long)rep->n * (long)cb->in_len,
+			              cb->scale, st);
+			x = rep->x;
+		}
+		cuda_model_forward(&rep->m, x, rep->n, 1);
+		cuda_model_loss(&rep->m, b->loss, rep->y[k], rep->n, scale, 1);
+		cuda_model_backward(&rep->m, x, rep->n,
 		                    cb->sum == SUM_DEVICE ? on_layer_done : NULL, rep);
 	}
 	if (cb->sum == SUM_DEVICE && enqueue_device_sums(cb, b, err) < 0)
 		return -1;
 	CUDA_CHECK(cudaSetDevice(0));
-	CUDA_CHECK(cudaMemcpyAsync(cb->hsums, cb->rep[0].m.sums, 4 * sizeof(double),
+	CUDA_CHECK(cudaMemcpyAsync(cb->hsums, cb->rep[0].m.sums, CUDA_SUMS * sizeof(double),
 	                           cudaMemcpyDeviceToHost, cb->rep[0].m.stream));
 	return 0;
 }
@@ -208,14 +236,17 @@ static void enqueue_rule(struct cuda_backend *cb, struct replica *rep, const str
 	}
 }
 
-/* The second part: the optimizer on every replica. */
+/* The second part: the optimizer and the moving statistics on every
+ * replica. */
 static void enqueue_update(struct cuda_backend *cb, struct backend *b)
 {
 	long n = (long)b->model->nparams;
 
 	for (int r = 0; r < cb->nrep; r++) {
 		CUDA_CHECK(cudaSetDevice(r));
-		enqueue_rule(cb, &cb->rep[r], b->opt, n);
+		if (n)
+			enqueue_rule(cb, &cb->rep[r], b->opt, n);
+		cuda_model_update_state(&cb->rep[r].m, cb->stats_world);
 	}
 }
 
@@ -297,6 +328,7 @@ static void make_graphs(struct cuda_backend *cb, struct backend *b, float scale)
 	}
 	cb->graphs = GRAPHS_READY;
 	cb->graph_scale = scale;
+	cb->graph_world = cb->stats_world;
 	log_debug("cuda: the step is captured as CUDA graphs");
 }
 
@@ -308,16 +340,20 @@ static void stage(struct cuda_backend *cb, struct backend *b, int k, uint64_t po
 {
 	for (int r = 0; r < cb->nrep; r++)
 		CUDA_CHECK(cudaEventSynchronize(cb->rep[r].copied[k])); /* hx[k] is free */
-	dataset_stream_gather_bytes(b->stream, cb->hx[k], cb->hy[k], pos, (uint32_t)b->batch);
+	if (cb->bytes)
+		dataset_stream_gather_bytes(b->stream, cb->hx[k], cb->hy[k], pos,
+		                            (uint32_t)b->batch);
+	else
+		dataset_stream_gather(b->stream, cb->hx[k], cb->hy[k], pos, (uint32_t)b->batch);
 	for (int r = 0; r < cb->nrep; r++) {
 		struct replica *rep = &cb->rep[r];
 		CUDA_CHECK(cudaSetDevice(r));
-		CUDA_CHECK(cudaMemcpyAsync(rep->px[k], cb->hx[k] + (size_t)rep->lo * cb->in_len,
-		                           (size_t)rep->n * cb->in_len, cudaMemcpyHostToDevice,
-		                           rep->copy));
-		CUDA_CHECK(cudaMemcpyAsync(rep->y[k], cb->hy[k] + rep->lo,
-		                           (size_t)rep->n * sizeof(float), cudaMemcpyHostToDevice,
-		                           rep->copy));
+		CUDA_CHECK(cudaMemcpyAsync(
+		    rep->in[k], (const char *)cb->hx[k] + (size_t)rep->lo * cb->in_size,
+		    (size_t)rep->n * cb->in_size, cudaMemcpyHostToDevice, rep->copy));
+		CUDA_CHECK(cudaMemcpyAsync(rep->y[k], cb->hy[k] + (size_t)rep->lo * cb->T,
+		                           (size_t)rep->n * cb->T * sizeof(float),
+		                           cudaMemcpyHostToDevice, rep->copy));
 		CUDA_CHECK(cudaEventRecord(rep->copied[k], rep->copy));
 	}
 	cb->hpos[k] = pos;
@@ -373,7 +409,7 @@ static int wait_grads(struct cuda_backend *cb, struct backend *b, char *err)
 /* SUM_HOST: the gradients and sums through the host and the ring. */
 static int sum_on_host(struct cuda_backend *cb, struct backend *b, char *err)
 {
-	size_t n = b->model->nparams;
+	size_t n = cb->ngrads;
 	struct replica *rep = &cb->rep[0];
 	struct grad_slice all = {0, 1, n, n};
 
@@ -382,7 +418,7 @@ static int sum_on_host(struct cuda_backend *cb, struct backend *b, char *err)
 	                           cudaMemcpyDeviceToHost, rep->m.stream));
 	CUDA_CHECK(cudaStreamSynchronize(rep->m.stream));
 	if (comm_allreduce(b->comm, cb->hgrads, &all, 1, err) < 0 ||
-	    comm_allreduce_f64(b->comm, cb->hsums, 4, err) < 0)
+	    comm_allreduce_f64(b->comm, cb->hsums, CUDA_SUMS, err) < 0)
 		return -1;
 	CUDA_CHECK(cudaMemcpyAsync(rep->m.grads, cb->hgrads, n * sizeof(float),
 	                           cudaMemcpyHostToDevice, rep->m.stream));
@@ -395,12 +431,16 @@ static int cuda_step(struct backend *b, const struct backend_step *s, struct ste
 	struct cuda_backend *cb = b->impl;
 	int k = batch_at(cb, b, s->pos);
 
-	*cb->hnotice = s->notice ? 1.0 : 0.0;
+	/* One notice per worker: replica 0 carries it. */
+	for (int r = 0; r < cb->nrep; r++)
+		cb->hin[r] = (struct step_in){r == 0 && s->notice ? 1.0 : 0.0, 1.0,
+		                              s->pos + (uint64_t)cb->rep[r].lo};
 	for (int r = 0; r < cb->nrep; r++) {
 		CUDA_CHECK(cudaSetDevice(r));
 		CUDA_CHECK(cudaStreamWaitEvent(cb->rep[r].m.stream, cb->rep[r].copied[k], 0));
 	}
-	if (cb->graphs == GRAPHS_READY && cb->graph_scale != s->scale) {
+	if (cb->graphs == GRAPHS_READY &&
+	    (cb->graph_scale != s->scale || cb->graph_world != cb->stats_world)) {
 		drop_graphs(cb);
 		cb->graphs = GRAPHS_NOT_YET;
 	}
@@ -424,11 +464,10 @@ static int cuda_step(struct backend *b, const struct backend_step *s, struct ste
 		return -1;
 	if (cb->sum == SUM_HOST && sum_on_host(cb, b, err) < 0)
 		return -1;
-	/* The kernels' sums: loss, correct, count, notices; the one metric
-	 * backend_cuda_supports allows is the accuracy. */
-	*out = (struct step_sums){{.loss_sum = cb->hsums[0], .count = cb->hsums[2]}, cb->hsums[3]};
-	if (b->loss->nmetrics)
-		out->m.sums[0] = cb->hsums[1];
+	/* The kernels' sums: the metrics' words, the notices, the replicas. */
+	metrics_from_words(&out->m, cb->hsums);
+	out->notices = cb->hsums[CUDA_SUM_NOTICE];
+	cb->stats_world = (int)cb->hsums[CUDA_SUM_REPLICAS];
 	optimizer_begin_step(b->opt); /* the iteration count, and Adam's step size */
 	*cb->halpha = b->opt->alpha;
 	CUDA_CHECK(cudaSetDevice(0));
@@ -446,25 +485,25 @@ static void cuda_evaluate(struct backend *b, const float *x, const float *y, int
 	struct cuda_backend *cb = b->impl;
 	struct replica *rep = &cb->rep[0];
 	cudaStream_t st = rep->m.stream;
-	double *sums = cb->hsums + 4;
+	double *sums = cb->hsums + CUDA_SUMS;
 
 	CUDA_CHECK(cudaSetDevice(0));
 	for (int off = 0; off < n; off += rep->n) {
 		int count = n - off < rep->n ? n - off : rep->n;
+		struct metrics part;
 		CUDA_CHECK(cudaMemcpyAsync(cb->ex, x + (size_t)off * cb->in_len,
 		                           (size_t)count * cb->in_len * sizeof(float),
 		                           cudaMemcpyHostToDevice, st));
-		CUDA_CHECK(cudaMemcpyAsync(cb->ey, y + off, (size_t)count * sizeof(float),
+		CUDA_CHECK(cudaMemcpyAsync(cb->ey, y + (size_t)off * cb->T,
+		                           (size_t)count * cb->T * sizeof(float),
 		                           cudaMemcpyHostToDevice, st));
-		cuda_model_forward(&rep->m, cb->ex, count);
-		cuda_model_loss(&rep->m, cb->ey, count, 0.0f, 0);
-		CUDA_CHECK(cudaMemcpyAsync(sums, rep->m.sums, 3 * sizeof(double),
+		cuda_model_forward(&rep->m, cb->ex, count, 0);
+		cuda_model_loss(&rep->m, b->loss, cb->ey, count, 0.0f, 0);
+		CUDA_CHECK(cudaMemcpyAsync(sums, rep->m.sums, METRICS_WORDS * sizeof(double),
 		                           cudaMemcpyDeviceToHost, st));
 		CUDA_CHECK(cudaStreamSynchronize(st));
-		total->loss_sum += sums[0];
-		total->count += count;
-		if (b->loss->nmetrics)
-			total->sums[0] += sums[1];
+		metrics_from_words(&part, sums);
+		metrics_add(total, &part);
 	}
 }
 
@@ -478,6 +517,8 @@ static void cuda_pull(struct backend *b)
 
 	CUDA_CHECK(cudaSetDevice(0));
 	CUDA_CHECK(cudaMemcpyAsync(b->model->params, rep->m.params, n * sizeof(float),
+	                           cudaMemcpyDeviceToHost, rep->m.stream));
+	CUDA_CHECK(cudaMemcpyAsync(b->model->state, rep->m.state, b->model->nstate * sizeof(float),
 	                           cudaMemcpyDeviceToHost, rep->m.stream));
 	if (b->opt && b->opt->nslots)
 		CUDA_CHECK(cudaMemcpyAsync(b->opt->state, rep->state,
@@ -498,6 +539,9 @@ static void cuda_push(struct backend *b)
 		CUDA_CHECK(cudaSetDevice(r));
 		CUDA_CHECK(cudaMemcpyAsync(rep->m.params, b->model->params, n * sizeof(float),
 		                           cudaMemcpyHostToDevice, rep->m.stream));
+		CUDA_CHECK(cudaMemcpyAsync(rep->m.state, b->model->state,
+		                           b->model->nstate * sizeof(float), cudaMemcpyHostToDevice,
+		                           rep->m.stream));
 		if (b->opt && b->opt->nslots)
 			CUDA_CHECK(cudaMemcpyAsync(rep->state, b->opt->state,
 			                           (size_t)b->opt->nslots * n * sizeof(float),
@@ -517,7 +561,7 @@ static void replica_release(struct replica *rep, int dev)
 	cudaStreamSynchronize(rep->copy);
 	cudaStreamSynchronize(rep->comm);
 	for (int k = 0; k < 2; k++) {
-		cudaFree(rep->px[k]);
+		cudaFree(rep->in[k]);
 		cudaFree(rep->y[k]);
 		cudaEventDestroy(rep->copied[k]);
 	}
@@ -545,7 +589,7 @@ static void cuda_free(struct backend *b)
 		cudaFreeHost(cb->hy[k]);
 	}
 	cudaFreeHost(cb->hsums);
-	cudaFreeHost(cb->hnotice);
+	cudaFreeHost(cb->hin);
 	cudaFreeHost(cb->halpha);
 	cudaFreeHost(cb->hgrads);
 	cudaSetDevice(0);
@@ -555,7 +599,8 @@ static void cuda_free(struct backend *b)
 	free(b);
 }
 
-static void replica_init(struct replica *rep, int dev, const struct backend *b, size_t in_len)
+static void replica_init(struct replica *rep, int dev, const struct backend *b,
+                         const struct cuda_backend *cb)
 {
 	size_t n = b->model->nparams;
 	int nslots = b->opt ? b->opt->nslots : 0;
@@ -564,10 +609,12 @@ static void replica_init(struct replica *rep, int dev, const struct backend *b, 
 	cuda_model_init(&rep->m, b->model, dev, rep->n);
 	CUDA_CHECK(cudaStreamCreateWithFlags(&rep->copy, cudaStreamNonBlocking));
 	CUDA_CHECK(cudaStreamCreateWithFlags(&rep->comm, cudaStreamNonBlocking));
-	CUDA_CHECK(cudaMalloc((void **)&rep->x, (size_t)rep->n * in_len * sizeof(float)));
+	if (cb->bytes)
+		CUDA_CHECK(
+		    cudaMalloc((void **)&rep->x, (size_t)rep->n * cb->in_len * sizeof(float)));
 	for (int k = 0; k < 2; k++) {
-		CUDA_CHECK(cudaMalloc((void **)&rep->px[k], (size_t)rep->n * in_len));
-		CUDA_CHECK(cudaMalloc((void **)&rep->y[k], (size_t)rep->n * sizeof(float)));
+		CUDA_CHECK(cudaMalloc(&rep->in[k], (size_t)rep->n * cb->in_size));
+		CUDA_CHECK(cudaMalloc((void **)&rep->y[k], (size_t)rep->n * cb->T * sizeof(float)));
 		CUDA_CHECK(cudaEventCreateWithFlags(&rep->copied[k], flags));
 	}
 	for (int i = 0; i < MODEL_MAX_LAYERS; i++)
@@ -590,12 +637,17 @@ static void close_bucket(struct cuda_backend *cb, const struct model *m, int lo,
 	    (struct bucket){lo, bottom->w_off, top->b_off + top->b_len - bottom->w_off};
 }
 
+/* The batch statistics first, once the backward pass has begun (the
+ * forward pass wrote them), then the parameters'. */
 static void plan_buckets(struct cuda_backend *cb, const struct model *m)
 {
 	size_t bytes = 0;
 	int hi = -1, lo = 0;
 
 	cb->nbuckets = 0;
+	if (m->nstats)
+		cb->buckets[cb->nbuckets++] =
+		    (struct bucket){m->nlayers - 1, m->nparams, m->nstats};
 	for (int i = m->nlayers - 1; i >= 0; i--) {
 		const struct layer *l = &m->layers[i];
 		if (l->w_len + l->b_len == 0)
@@ -625,47 +677,41 @@ static int choose_sum(struct cuda_backend *cb, const struct comm *c, char *err)
 	return 0;
 }
 
-/* What this backend trains so far: the seed models' layers (Conv2D valid
- * with stride 1 and a bias, the 2x2 max pool, Dense on flat inputs with a
- * bias, ReLU or no activation), sparse categorical cross-entropy from
- * logits with at most the accuracy, on IDX data. */
-int backend_cuda_supports(const struct model *m, const struct loss_spec *loss, int idx_data,
-                          char *err)
+/* The synchronized batch normalisation layer that the GPU would have to
+ * sum across replicas inside its passes, or NULL: with one replica in
+ * all, the layer's batch is the global batch, as on the CPU. */
+static const struct layer *synchronized_across(const struct model *m, int replicas, int workers)
 {
-	const char *what = NULL;
+	for (int i = 0; i < m->nlayers && (replicas > 1 || workers > 1); i++)
+		if (m->layers[i].kind == LAYER_BATCHNORM && m->layers[i].synchronized)
+			return &m->layers[i];
+	return NULL;
+}
 
-	for (int i = 0; i < m->nlayers && !what; i++) {
-		const struct layer *l = &m->layers[i];
-		int act = l->act.kind == KERAS_ACT_LINEAR || l->act.kind == KERAS_ACT_RELU;
-		if (l->kind == LAYER_CONV2D && act && l->conv.SH == 1 && l->conv.SW == 1 &&
-		    l->conv.PT == 0 && l->conv.PL == 0 && l->conv.OH == l->in_h - l->kh + 1 &&
-		    l->conv.OW == l->in_w - l->kw + 1 && l->b_len)
-			continue;
-		if (l->kind == LAYER_DENSE && act && l->in_h * l->in_w == 1 && l->b_len)
-			continue;
-		if (l->kind == LAYER_MAXPOOL2)
-			continue;
-		what = "a layer";
-		err_set(
-		    err,
-		    "layer %d of the model (%s) is not one the CUDA backend runs yet: it trains "
-		    "Conv2D (valid, stride 1, with a bias), MaxPooling2D 2x2 and Dense layers "
-		    "with ReLU or no activation; train this model with --device cpu",
-		    i + 1, m->desc);
-	}
-	if (what)
-		return -1;
-	if (loss->kind != LOSS_SPARSE_CATEGORICAL_CROSSENTROPY || !loss->logits ||
-	    m->output_logits || loss->nmetrics > 1 ||
-	    (loss->nmetrics == 1 && loss->metrics[0] != METRIC_SPARSE_CATEGORICAL_ACCURACY))
-		return err_set(err,
-		               "the CUDA backend trains with sparse categorical cross-entropy "
-		               "from logits and accuracy only, so far: train with --device cpu");
-	if (!idx_data)
-		return err_set(err,
-		               "the CUDA backend reads IDX data only, so far: train NumPy data "
-		               "with --device cpu");
-	return 0;
+/* Every layer, activation, loss and metric the CPU trains, on IDX or
+ * NumPy data, but one thing: batch normalisation synchronized across
+ * replicas (Keras' synchronized=True with more than one GPU or worker),
+ * whose statistics must be summed inside the forward and backward passes;
+ * the CPU does that. */
+int backend_cuda_supports(const struct model *m, const struct keras_model *km,
+                          const struct loss_spec *loss, int replicas, int workers, char *err)
+{
+	const struct layer *l = synchronized_across(m, replicas, workers);
+	char name[2 * KERAS_NAME_LEN + 16];
+
+	(void)loss; /* every loss of loss.h runs in the loss kernel */
+	if (!l)
+		return 0;
+	if (km && l->source >= 0 && l->source < km->nlayers)
+		snprintf(name, sizeof(name), "'%s' (%s)", km->layers[l->source].name,
+		         km->layers[l->source].class_name);
+	else
+		snprintf(name, sizeof(name), "%d (BatchNormalization)", l->source + 1);
+	return err_set(err,
+	               "layer %s has synchronized: true, and the CUDA backend does not yet "
+	               "synchronize batch statistics across replicas (%d GPU(s) here, %d "
+	               "worker(s)); the CPU does: train this model with --device cpu",
+	               name, replicas, workers);
 }
 
 static const struct backend_ops CUDA_OPS = {
@@ -685,6 +731,10 @@ struct backend *backend_new_cuda(struct model *m, const struct loss_spec *loss, 
 		err_set(err, "cuda: %d GPUs cannot share a batch of %d", replicas, batch);
 		return NULL;
 	}
+	if (synchronized_across(m, replicas, c->world)) {
+		backend_cuda_supports(m, NULL, loss, replicas, c->world, err);
+		return NULL;
+	}
 	cb = xcalloc(1, sizeof(*cb));
 	cb->nrep = replicas;
 	if (choose_sum(cb, c, err) < 0) {
@@ -694,6 +744,12 @@ struct backend *backend_new_cuda(struct model *m, const struct loss_spec *loss, 
 	b = xcalloc(1, sizeof(*b));
 	*b = (struct backend){&CUDA_OPS, m, loss, o, c, s, batch, cb};
 	cb->in_len = in_len;
+	cb->T = (size_t)loss->T;
+	cb->bytes = s && s->ds->kind == DATASET_IDX;
+	cb->scale = s ? s->ds->scale : DATASET_RESCALE_NONE;
+	cb->in_size = cb->bytes ? in_len : in_len * sizeof(float);
+	cb->ngrads = m->nparams + m->nstats;
+	cb->stats_world = 1;
 	cb->collective_ms = collective_ms;
 	cb->last = -1;
 	/* Not with NCCL in the graphs: a graph holding NCCL's work keeps its
@@ -704,23 +760,25 @@ struct backend *backend_new_cuda(struct model *m, const struct loss_spec *loss, 
 	for (int r = 0; r < replicas; r++) {
 		cb->rep[r].lo = (int)((long)r * batch / replicas);
 		cb->rep[r].n = (int)((long)(r + 1) * batch / replicas) - cb->rep[r].lo;
-		replica_init(&cb->rep[r], r, b, in_len);
+		replica_init(&cb->rep[r], r, b, cb);
 	}
 	for (int k = 0; k < 2; k++) {
-		CUDA_CHECK(cudaHostAlloc((void **)&cb->hx[k], (size_t)batch * in_len,
-		                         cudaHostAllocPortable));
-		CUDA_CHECK(cudaHostAlloc((void **)&cb->hy[k], (size_t)batch * sizeof(float),
+		CUDA_CHECK(
+		    cudaHostAlloc(&cb->hx[k], (size_t)batch * cb->in_size, cudaHostAllocPortable));
+		CUDA_CHECK(cudaHostAlloc((void **)&cb->hy[k], (size_t)batch * cb->T * sizeof(float),
 		                         cudaHostAllocPortable));
 	}
-	CUDA_CHECK(cudaHostAlloc((void **)&cb->hsums, 8 * sizeof(double), cudaHostAllocPortable));
-	CUDA_CHECK(cudaHostAlloc((void **)&cb->hnotice, sizeof(double), cudaHostAllocPortable));
+	CUDA_CHECK(cudaHostAlloc((void **)&cb->hsums, 2 * sizeof(double) * CUDA_SUMS,
+	                         cudaHostAllocPortable));
+	CUDA_CHECK(cudaHostAlloc((void **)&cb->hin, (size_t)replicas * sizeof(struct step_in),
+	                         cudaHostAllocPortable));
 	CUDA_CHECK(cudaHostAlloc((void **)&cb->halpha, sizeof(float), cudaHostAllocPortable));
 	if (cb->sum == SUM_HOST)
-		CUDA_CHECK(cudaHostAlloc((void **)&cb->hgrads, m->nparams * sizeof(float),
+		CUDA_CHECK(cudaHostAlloc((void **)&cb->hgrads, cb->ngrads * sizeof(float),
 		                         cudaHostAllocPortable));
 	CUDA_CHECK(cudaSetDevice(0));
 	CUDA_CHECK(cudaMalloc((void **)&cb->ex, (size_t)cb->rep[0].n * in_len * sizeof(float)));
-	CUDA_CHECK(cudaMalloc((void **)&cb->ey, (size_t)cb->rep[0].n * sizeof(float)));
+	CUDA_CHECK(cudaMalloc((void **)&cb->ey, (size_t)cb->rep[0].n * cb->T * sizeof(float)));
 	plan_buckets(cb, m);
 	cuda_push(b);
 	log_info("cuda: %d replica(s) sharing a batch of %d; gradients %s%s", replicas, batch,

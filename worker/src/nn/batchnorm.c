@@ -350,10 +350,11 @@ void batchnorm_backward(float *dx, float *dgamma, float *dbeta, const float *dy,
 void batchnorm_update_moving(float *moving_mean, float *moving_var, const float *mean,
                              const float *var, int C, double momentum)
 {
-	float keep = (float)momentum, take = (float)(1.0 - momentum);
+	float keep, take;
 
+	batchnorm_momentum(&keep, &take, momentum);
 	for (int c = 0; c < C; c++) {
-		moving_mean[c] = moving_mean[c] * keep + mean[c] * take;
-		moving_var[c] = moving_var[c] * keep + var[c] * take;
+		moving_mean[c] = batchnorm_moving(moving_mean[c], mean[c], keep, take);
+		moving_var[c] = batchnorm_moving(moving_var[c], var[c], keep, take);
 	}
 }

@@ -97,6 +97,28 @@ HOSTDEV float batchnorm_grad(float dy, float x, float mean, float a, float b, fl
 	return a * (dy - b - (x - mean) * k);
 }
 
+/* The factors of the moving statistics' update: momentum and 1 - momentum
+ * taken in double and rounded to float (Python's floats become float32
+ * constants). */
+HOSTDEV void batchnorm_momentum(float *keep, float *take, double momentum)
+{
+	*keep = (float)momentum;
+	*take = (float)(1.0 - momentum);
+}
+
+/* moving * keep + stat * take, in float as Keras does it. */
+HOSTDEV float batchnorm_moving(float moving, float stat, float keep, float take)
+{
+	return moving * keep + stat * take;
+}
+
+/* A batch statistic summed over world workers (or replicas), as the mean
+ * the moving statistics move toward: the sum itself for one. */
+HOSTDEV float batchnorm_mean_over(float sum, int world)
+{
+	return world > 1 ? sum / (float)world : sum;
+}
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -500,8 +500,8 @@ void model_update_state(struct model *m, int world)
 			continue;
 		}
 		for (int c = 0; c < C; c++) {
-			mean[c] = world > 1 ? stats[c] / (float)world : stats[c];
-			var[c] = world > 1 ? stats[C + c] / (float)world : stats[C + c];
+			mean[c] = batchnorm_mean_over(stats[c], world);
+			var[c] = batchnorm_mean_over(stats[C + c], world);
 		}
 		batchnorm_update_moving(m->state + l->s_off, m->state + l->s_off + C, mean, var, C,
 		                        l->momentum);

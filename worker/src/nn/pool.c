@@ -160,18 +160,6 @@ int pool_geom_init(struct pool_geom *g, int H, int W, int C, int PH, int PW, int
 	return 0;
 }
 
-/* The window of output pixel (oh, ow) clipped to the image: rows
- * [*y0, *y1), columns [*x0, *x1). */
-static void window(const struct pool_geom *g, int oh, int ow, int *y0, int *y1, int *x0, int *x1)
-{
-	int top = oh * g->SH - g->PT, left = ow * g->SW - g->PL;
-
-	*y0 = top > 0 ? top : 0;
-	*y1 = top + g->PH < g->H ? top + g->PH : g->H;
-	*x0 = left > 0 ? left : 0;
-	*x1 = left + g->PW < g->W ? left + g->PW : g->W;
-}
-
 SIMD_CLONES
 void maxpool_forward_geom(float *restrict out, const float *restrict in, int B,
                           const struct pool_geom *g)
@@ -183,7 +171,7 @@ void maxpool_forward_geom(float *restrict out, const float *restrict in, int B,
 			for (int ow = 0; ow < g->OW; ow++) {
 				int y0, y1, x0, x1;
 				float *o = out + (((size_t)b * g->OH + oh) * g->OW + ow) * C;
-				window(g, oh, ow, &y0, &y1, &x0, &x1);
+				pool_window(g, oh, ow, &y0, &y1, &x0, &x1);
 				for (int y = y0; y < y1; y++)
 					for (int x = x0; x < x1; x++) {
 						const float *p =
@@ -210,7 +198,7 @@ void maxpool_backward_geom(float *restrict din, const float *restrict dout,
 			for (int ow = 0; ow < g->OW; ow++) {
 				int y0, y1, x0, x1;
 				size_t o = (((size_t)b * g->OH + oh) * g->OW + ow) * C;
-				window(g, oh, ow, &y0, &y1, &x0, &x1);
+				pool_window(g, oh, ow, &y0, &y1, &x0, &x1);
 				for (int c = 0; c < C; c++) {
 					int found = 0;
 					for (int y = y0; y < y1 && !found; y++)
@@ -239,7 +227,7 @@ void avgpool_forward_geom(float *restrict out, const float *restrict in, int B,
 			for (int ow = 0; ow < g->OW; ow++) {
 				int y0, y1, x0, x1;
 				float *o = out + (((size_t)b * g->OH + oh) * g->OW + ow) * C;
-				window(g, oh, ow, &y0, &y1, &x0, &x1);
+				pool_window(g, oh, ow, &y0, &y1, &x0, &x1);
 				float n = (float)((y1 - y0) * (x1 - x0));
 				for (int c = 0; c < C; c++)
 					o[c] = 0.0f;
@@ -267,7 +255,7 @@ void avgpool_backward_geom(float *restrict din, const float *restrict dout, int 
 			for (int ow = 0; ow < g->OW; ow++) {
 				int y0, y1, x0, x1;
 				const float *d = dout + (((size_t)b * g->OH + oh) * g->OW + ow) * C;
-				window(g, oh, ow, &y0, &y1, &x0, &x1);
+				pool_window(g, oh, ow, &y0, &y1, &x0, &x1);
 				float n = (float)((y1 - y0) * (x1 - x0));
 				for (int y = y0; y < y1; y++)
 					for (int x = x0; x < x1; x++) {

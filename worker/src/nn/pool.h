@@ -15,6 +15,8 @@
 #ifndef MWJ_POOL_H
 #define MWJ_POOL_H
 
+#include "hostdev.h"
+
 struct pool_geom {
 	int H, W, C;
 	int PH, PW; /* pool size */
@@ -22,6 +24,24 @@ struct pool_geom {
 	int PT, PL; /* padding on top and on the left */
 	int OH, OW;
 };
+
+/* The window of output pixel (oh, ow) clipped to the image: rows
+ * [*y0, *y1), columns [*x0, *x1). Shared with the GPU kernels
+ * (cuda/elem.h). */
+HOSTDEV void pool_window(const struct pool_geom *g, int oh, int ow, int *y0, int *y1, int *x0,
+                         int *x1)
+{
+	int top = oh * g->SH - g->PT, left = ow * g->SW - g->PL;
+
+	*y0 = top > 0 ? top : 0;
+	*y1 = top + g->PH < g->H ? top + g->PH : g->H;
+	*x0 = left > 0 ? left : 0;
+	*x1 = left + g->PW < g->W ? left + g->PW : g->W;
+}
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* Fills g; -1 if a size is not positive or a valid pool is larger than
  * the input. */
@@ -51,5 +71,9 @@ void maxpool_forward(float *out, const float *in, int B, int H, int W, int C);
  * pass of a ReLU that produced in, fused in at no extra cost. */
 void maxpool_backward(float *din, const float *dout, const float *in, const float *out, int B,
                       int H, int W, int C, int mask_by_input);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
