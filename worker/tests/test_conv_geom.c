@@ -33,6 +33,10 @@ static const struct geom_case CASES[] = {
     {7, 6, 3, 3, 3, 2, 2, 2, 1, 0, 4, 3, 1, 0},
     /* strides that differ per axis, a 1x3 kernel */
     {6, 7, 2, 1, 3, 4, 2, 1, 1, 1, 3, 7, 0, 1},
+    /* stride 1 with fewer filters than channels: the input gradient as a
+     * convolution of the output gradient (conv.c), same and valid */
+    {5, 6, 3, 3, 3, 2, 1, 1, 1, 1, 5, 6, 1, 1},
+    {5, 6, 3, 3, 2, 1, 1, 1, 0, 0, 3, 5, 0, 0},
     /* one channel, 3x3, 32 filters, same: the direct path's shape, but padded */
     {5, 5, 1, 3, 3, 32, 1, 1, 1, 1, 5, 5, 1, 1},
 };
@@ -198,26 +202,30 @@ static void test_gradients_match_finite_differences_for_every_geometry(void **st
 	}
 }
 
+/* Stride 2 (col2im), and stride 1 (the input gradient as a convolution). */
 static void test_three_threads_give_the_bits_of_one(void **state)
 {
+	static const int cases[] = {4, 6};
 	(void)state;
-	char err[ERR_LEN];
-	struct pass one, three;
 
-	pass_init(&one, &CASES[4]);
-	pass_init(&three, &CASES[4]);
-	conv_forward_geom(one.out, one.cols, one.in, one.wb, NB, &one.g, 1);
-	conv_backward_geom(one.dwb, one.din, one.dcols, one.r, one.in, one.cols, one.wb, NB,
-	                   &one.g);
-	assert_int_equal(parallel_init(3, err), 0);
-	conv_forward_geom(three.out, three.cols, three.in, three.wb, NB, &three.g, 1);
-	conv_backward_geom(three.dwb, three.din, three.dcols, three.r, three.in, three.cols,
-	                   three.wb, NB, &three.g);
-	parallel_shutdown();
-	assert_memory_equal(one.out, three.out, one.nout * sizeof(float));
-	assert_memory_equal(one.din, three.din, one.nin * sizeof(float));
-	pass_release(&one);
-	pass_release(&three);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char err[ERR_LEN];
+		struct pass one, three;
+		pass_init(&one, &CASES[cases[i]]);
+		pass_init(&three, &CASES[cases[i]]);
+		conv_forward_geom(one.out, one.cols, one.in, one.wb, NB, &one.g, 1);
+		conv_backward_geom(one.dwb, one.din, one.dcols, one.r, one.in, one.cols, one.wb, NB,
+		                   &one.g);
+		assert_int_equal(parallel_init(3, err), 0);
+		conv_forward_geom(three.out, three.cols, three.in, three.wb, NB, &three.g, 1);
+		conv_backward_geom(three.dwb, three.din, three.dcols, three.r, three.in, three.cols,
+		                   three.wb, NB, &three.g);
+		parallel_shutdown();
+		assert_memory_equal(one.out, three.out, one.nout * sizeof(float));
+		assert_memory_equal(one.din, three.din, one.nin * sizeof(float));
+		pass_release(&one);
+		pass_release(&three);
+	}
 }
 
 int main(void)

@@ -90,8 +90,8 @@ static void inside(const struct conv_geom *g, int ow, int *kw0, int *kw1)
 /* cols (M, KC), M = B*OH*OW, KC = KH*KW*C (+ 1 with a bias): row m is the
  * window of output pixel m, (kh, kw, c) in order, 0 in the padding, and a
  * 1 for the bias. NHWC keeps a window row (kw, c) contiguous in the
- * input, so each is one copy of up to KW*C values. Rows of examples
- * [b0, b1). */
+ * input, so each is one copy of up to KW*C values. The rows of examples
+ * [b0, b1), from cols on (example b0's first row). */
 NO_LIBCALLS static void im2col(float *restrict cols, const float *restrict in, int b0, int b1,
                                const struct conv_geom *g)
 {
@@ -101,7 +101,8 @@ NO_LIBCALLS static void im2col(float *restrict cols, const float *restrict in, i
 	for (int b = b0; b < b1; b++)
 		for (int oh = 0; oh < g->OH; oh++)
 			for (int ow = 0; ow < g->OW; ow++) {
-				float *d = cols + (((size_t)b * g->OH + oh) * g->OW + ow) * KC;
+				float *d =
+				    cols + (((size_t)(b - b0) * g->OH + oh) * g->OW + ow) * KC;
 				int kw0, kw1;
 				inside(g, ow, &kw0, &kw1);
 				for (int kh = 0; kh < g->KH; kh++, d += row) {
@@ -326,7 +327,7 @@ static void forward_part(void *ctx, int part, int parts)
 		size_t b1 = b0 + (size_t)j->block < hi ? b0 + (size_t)j->block : hi;
 		size_t r0 = b0 * P, rows = (b1 - b0) * P;
 		float *out = j->out + r0 * OC;
-		im2col(j->cols, j->in, (int)b0, (int)b1, g);
+		im2col(j->cols + r0 * KC, j->in, (int)b0, (int)b1, g);
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, OC, (int)KC, 1.0f,
 		            j->cols + r0 * KC, (int)KC, j->wb, OC, 0.0f, out, OC);
 		if (j->relu)
@@ -377,6 +378,102 @@ static void col2im_part(void *ctx, int part, int parts)
 	col2im(j->din, j->dcols, (int)lo, (int)hi, j->g);
 }
 
+/* --- The input gradient of a stride-1 convolution, as a convolution ---
+ *
+ * din[b, ih, iw, c] = sum over (kh, kw, oc) of
+ * dout[b, ih + PT - kh, iw + PL - kw, oc] w[kh, kw, c, oc]: the convolution
+ * of dout, padded by KH - 1 - PT rows on top and KW - 1 - PL columns on the
+ * left, with the kernel flipped and its channel axes swapped,
+ * wt[kh', kw', oc, c] = w[KH - 1 - kh', KW - 1 - kw', c, oc]. Lowered like
+ * the forward pass, a few examples at a time so that their columns stay in
+ * cache, each block's product (KH*KW*OC deep) writes din directly: no
+ * (M, K) matrix of window gradients to write out and read back, and no
+ * scattered adds of col2im. */
+
+/* The transposed convolution's geometry: dout's shape in, din's out. */
+static struct conv_geom dgrad_geom(const struct conv_geom *g)
+{
+	return (struct conv_geom){.H = g->OH,
+	                          .W = g->OW,
+	                          .C = g->OC,
+	                          .KH = g->KH,
+	                          .KW = g->KW,
+	                          .OC = g->C,
+	                          .SH = 1,
+	                          .SW = 1,
+	                          .PT = g->KH - 1 - g->PT,
+	                          .PL = g->KW - 1 - g->PL,
+	                          .OH = g->H,
+	                          .OW = g->W,
+	                          .bias = 0};
+}
+
+struct dgrad_job {
+	float *din, *scratch; /* scratch: wt, then each part's block of columns */
+	const float *dout, *wt;
+	struct conv_geom tg;
+	int B, block;
+	size_t part_elems;
+};
+
+static void dgrad_part(void *ctx, int part, int parts)
+{
+	const struct dgrad_job *j = ctx;
+	const struct conv_geom *tg = &j->tg;
+	size_t P = (size_t)tg->OH * tg->OW, KT = (size_t)tg->KH * tg->KW * tg->C;
+	size_t lo, hi;
+
+	parallel_range((size_t)j->B, part, parts, 1, &lo, &hi);
+	if (lo == hi)
+		return;
+	float *cols = j->scratch + (size_t)part * j->part_elems;
+	for (size_t b0 = lo; b0 < hi; b0 += (size_t)j->block) {
+		size_t b1 = b0 + (size_t)j->block < hi ? b0 + (size_t)j->block : hi;
+		im2col(cols, j->dout, (int)b0, (int)b1, tg);
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)((b1 - b0) * P), tg->OC,
+		            (int)KT, 1.0f, cols, (int)KT, j->wt, tg->OC, 0.0f,
+		            j->din + b0 * P * tg->OC, tg->OC);
+	}
+}
+
+/* din through dgrad_part, with dcols (conv_geom_cols_len elements) as its
+ * scratch; 0, or -1 (nothing done) where the geometry is not stride 1 or
+ * the scratch is too small for wt and a block of columns a thread. */
+static int dgrad_by_convolution(float *din, float *dcols, const float *dout, const float *wb, int B,
+                                const struct conv_geom *g)
+{
+	if (g->SH != 1 || g->SW != 1)
+		return -1;
+	struct dgrad_job j = {.din = din, .dout = dout, .tg = dgrad_geom(g), .B = B};
+	size_t P = (size_t)g->H * g->W, KT = (size_t)g->KH * g->KW * g->OC;
+	size_t nwt = KT * (size_t)g->C, parts = (size_t)parallel_threads();
+	size_t per_example = P * KT, have = (size_t)conv_geom_cols_len(g, B);
+	size_t block = BLOCK_BYTES / (sizeof(float) * per_example), share;
+
+	share = ((size_t)B + parts - 1) / parts; /* the most examples a part gets */
+	block = block < 1 ? 1 : block > share ? share : block;
+	if (nwt + parts * block * per_example > have)
+		return -1;
+	float *wt = dcols;
+	for (int kh = 0; kh < g->KH; kh++)
+		for (int kw = 0; kw < g->KW; kw++)
+			for (int oc = 0; oc < g->OC; oc++)
+				for (int c = 0; c < g->C; c++)
+					wt[(((size_t)kh * g->KW + kw) * g->OC + oc) * g->C + c] =
+					    wb[(((size_t)(g->KH - 1 - kh) * g->KW +
+					         (g->KW - 1 - kw)) *
+					            g->C +
+					        c) *
+					           g->OC +
+					       oc];
+	j.wt = wt;
+	j.scratch = dcols + nwt;
+	j.block = (int)block;
+	j.part_elems = block * per_example;
+	parallel_run(dgrad_part, &j);
+	return 0;
+}
+
 void conv_backward_geom(float *dwb, float *din, float *dcols, const float *dout, const float *in,
                         const float *cols, const float *wb, int B, const struct conv_geom *g)
 {
@@ -387,7 +484,7 @@ void conv_backward_geom(float *dwb, float *din, float *dcols, const float *dout,
 	int M = B * g->OH * g->OW, K = g->KH * g->KW * g->C, OC = g->OC, KC = K + g->bias;
 	/* dwb (KC, OC) = cols^T (KC, M) @ dout (M, OC): the bias's row too */
 	gemm(1, 0, KC, OC, M, 1.0f, cols, KC, dout, OC, 0.0f, dwb, OC);
-	if (!din)
+	if (!din || dgrad_by_convolution(din, dcols, dout, wb, B, g) == 0)
 		return;
 	/* dcols (M, K) = dout (M, OC) @ w^T (OC, K), then back onto the pixels */
 	gemm(0, 1, M, K, OC, 1.0f, dout, OC, wb, OC, 0.0f, dcols, K);

@@ -68,7 +68,10 @@ void conv_backward(float *dwb, float *din, float *dcols, const float *dout, cons
 
 /* The same for any geometry. cols has KH*KW*C (+ 1 with a bias) rows of
  * B*OH*OW; conv_geom_cols_len counts it (0 on the direct path, which takes
- * only the valid, stride-1, biased shape of conv_is_direct). */
+ * only the valid, stride-1, biased shape of conv_is_direct). With stride
+ * 1, din is computed as the convolution of dout with the flipped kernel,
+ * in cache-sized blocks, with dcols as its scratch where that fits in it
+ * (conv.c); otherwise through dcols and col2im. */
 long conv_geom_cols_len(const struct conv_geom *g, int B);
 void conv_forward_geom(float *out, float *cols, const float *in, const float *wb, int B,
                        const struct conv_geom *g, int relu);
