@@ -312,6 +312,17 @@ void reducer_begin(struct reducer *r, double *small, size_t nsmall)
 	pthread_mutex_unlock(&r->mu);
 }
 
+/* Waits, holding mu, until the step begun is served; its result, with the
+ * communicator's message in err on failure. */
+static int wait_served(struct reducer *r, char *err)
+{
+	while (r->served < r->begun)
+		pthread_cond_wait(&r->done, &r->mu);
+	if (r->rc < 0)
+		memcpy(err, r->err, ERR_LEN);
+	return r->rc;
+}
+
 int reducer_finish(struct reducer *r, char *err)
 {
 	int rc;
@@ -319,11 +330,7 @@ int reducer_finish(struct reducer *r, char *err)
 	if (!r->have_thread)
 		return 0;
 	pthread_mutex_lock(&r->mu);
-	while (r->served < r->begun)
-		pthread_cond_wait(&r->done, &r->mu);
-	rc = r->rc;
-	if (rc < 0)
-		memcpy(err, r->err, ERR_LEN);
+	rc = wait_served(r, err);
 	pthread_mutex_unlock(&r->mu);
 	return rc;
 }
@@ -378,11 +385,7 @@ int reducer_sum_now(struct reducer *r, double *v, size_t n, char *err)
 	}
 	/* No step in progress, or every bucket of it complete: once it is
 	 * served, the communicator is this thread's. */
-	while (r->served < r->begun)
-		pthread_cond_wait(&r->done, &r->mu);
-	rc = r->rc;
-	if (rc < 0)
-		memcpy(err, r->err, ERR_LEN);
+	rc = wait_served(r, err);
 	pthread_mutex_unlock(&r->mu);
 	return rc < 0 ? -1 : comm_allreduce_f64(r->comm, v, n, err);
 }

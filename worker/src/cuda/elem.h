@@ -139,17 +139,26 @@ HOSTDEV float elem_maxpool_backward(const float *dout, const float *in, const fl
 /* Any pool size, strides and padding (pool.h's geometry, pool_window's
  * windows). out (B, OH, OW, C), in and din (B, H, W, C). */
 
+/* Output element o of a pool, (B, OH, OW, C): its channel, its window
+ * clipped to the image (pool_window), and its example, returned. */
+HOSTDEV long pool_output_window(const struct pool_geom *g, long o, int *c, int *y0, int *y1,
+                                int *x0, int *x1)
+{
+	int C = g->C, ow = (int)(o / C % g->OW), oh = (int)(o / C / g->OW % g->OH);
+
+	*c = (int)(o % C);
+	pool_window(g, oh, ow, y0, y1, x0, x1);
+	return o / C / g->OW / g->OH;
+}
+
 /* Element o of the max pool's output: the window's maximum, scanned in
  * row-major order as pool.c scans it. */
 HOSTDEV float elem_maxpool_geom(const float *in, long o, const struct pool_geom *g)
 {
-	int C = g->C, c = (int)(o % C), ow = (int)(o / C % g->OW),
-	    oh = (int)(o / C / g->OW % g->OH);
-	long b = o / C / g->OW / g->OH;
-	int y0, y1, x0, x1;
+	int C = g->C, c, y0, y1, x0, x1;
+	long b = pool_output_window(g, o, &c, &y0, &y1, &x0, &x1);
 	float m = 0.0f;
 
-	pool_window(g, oh, ow, &y0, &y1, &x0, &x1);
 	for (int y = y0; y < y1; y++)
 		for (int x = x0; x < x1; x++) {
 			float v = in[((b * g->H + y) * g->W + x) * C + c];
@@ -202,13 +211,10 @@ HOSTDEV float elem_maxpool_geom_backward(const float *dout, const float *in, con
  * image added in row-major order, divided by their number. */
 HOSTDEV float elem_avgpool(const float *in, long o, const struct pool_geom *g)
 {
-	int C = g->C, c = (int)(o % C), ow = (int)(o / C % g->OW),
-	    oh = (int)(o / C / g->OW % g->OH);
-	long b = o / C / g->OW / g->OH;
-	int y0, y1, x0, x1;
+	int C = g->C, c, y0, y1, x0, x1;
+	long b = pool_output_window(g, o, &c, &y0, &y1, &x0, &x1);
 	float s = 0.0f;
 
-	pool_window(g, oh, ow, &y0, &y1, &x0, &x1);
 	for (int y = y0; y < y1; y++)
 		for (int x = x0; x < x1; x++)
 			s += in[((b * g->H + y) * g->W + x) * C + c];
