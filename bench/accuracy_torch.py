@@ -87,7 +87,7 @@ MODELS = {
     "cnn": ("examples/models/cnn.json", "fashion-mnist", RESCALE_PIXELS, "accuracy",
             [1, 2, 3], 3),
     "cnn-deep": ("examples/models/cnn-deep.json", "fashion-mnist", RESCALE_PIXELS,
-                 "accuracy", [1, 2, 3, 4, 5], 1),
+                 "accuracy", [1, 2, 3, 4, 5, 6], 1),
     "regression": ("examples/models/regression.json", "regression", None, "mse",
                    list(range(1, 11)), 100),
 }
