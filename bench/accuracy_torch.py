@@ -60,9 +60,9 @@ the median beside the mean.
     /usr/bin/python3 bench/accuracy_torch.py --quick
     /usr/bin/python3 bench/accuracy_torch.py --models cnn --seeds 1,2,3,4,5 --epochs-cnn 5
 
-The default (seeds x full epochs: cnn 3 x 3, cnn-deep 3 x 1, regression
-10 x 100, on 2 threads) takes 12 to 14 minutes on a free 2-core machine
-(15.5 measured with a CI run beside it); --quick (one seed, one epoch of 20
+The default (seeds x full epochs: cnn 3 x 3, cnn-deep 6 x 1, regression
+10 x 100, on 2 threads) takes about 20 minutes on a free 2-core machine
+(cnn-deep alone, 6 seeds: 13 minutes); --quick (one seed, one epoch of 20
 steps each) under half a minute, for development.
 """
 import argparse
