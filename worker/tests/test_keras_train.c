@@ -620,7 +620,9 @@ static void model_differences(const char *a, const char *b, double *params, doub
 	struct model_file fa, fb;
 	char why[ERR_LEN];
 
-	if (model_file_load(a, 32, &fa, why) < 0 || model_file_load(b, 32, &fb, why) < 0)
+	if (model_file_load(a, 32, &fa, why) < 0)
+		fail_msg("%s", why);
+	if (model_file_load(b, 32, &fb, why) < 0)
 		fail_msg("%s", why);
 	assert_int_equal(fa.model->nparams, fb.model->nparams);
 	assert_int_equal(fa.model->nstate, fb.model->nstate);

@@ -390,11 +390,11 @@ static void layer_backward(struct cuda_model *cm, int i, float *din, const float
 			                    &l->act, st);
 		break;
 	case LAYER_BATCHNORM:
-		kernel_batchnorm_backward(din, l->scale ? cm->grads + l->w_off : NULL,
-		                          l->center ? cm->grads + l->b_off : NULL, cl->coef,
-		                          cl->coef + C, cl->coef + 2 * C, dout, in, cl->mean,
-		                          cl->invstd, l->scale ? cm->params + l->w_off : NULL,
-		                          (long)B * l->in_h * l->in_w, C, st);
+		kernel_batchnorm_backward(
+		    din, l->scale ? cm->grads + l->w_off : NULL,
+		    l->center ? cm->grads + l->b_off : NULL, cl->coef, cl->coef + C,
+		    cl->coef + 2 * (size_t)C, dout, in, cl->mean, cl->invstd,
+		    l->scale ? cm->params + l->w_off : NULL, (long)B * l->in_h * l->in_w, C, st);
 		break;
 	}
 }
