@@ -177,19 +177,32 @@ HOSTDEV void elem_pool_span(int y, int PT, int P, int S, int O, int *lo, int *hi
 	*hi = (y + PT) / S < O - 1 ? (y + PT) / S : O - 1;
 }
 
+/* Input element j of a pool, (B, H, W, C): its channel, row and column,
+ * the output rows [*oh0, *oh1] and columns [*ow0, *ow1] whose windows may
+ * hold it (elem_pool_span), and its example, returned. */
+HOSTDEV long pool_input_spans(const struct pool_geom *g, long j, int *c, int *y, int *x, int *oh0,
+                              int *oh1, int *ow0, int *ow1)
+{
+	int C = g->C;
+
+	*c = (int)(j % C);
+	*x = (int)(j / C % g->W);
+	*y = (int)(j / C / g->W % g->H);
+	elem_pool_span(*y, g->PT, g->PH, g->SH, g->OH, oh0, oh1);
+	elem_pool_span(*x, g->PL, g->PW, g->SW, g->OW, ow0, ow1);
+	return j / C / g->W / g->H;
+}
+
 /* Element j of the max pool's din: the gradients of the windows whose
  * first maximum (in row-major order) this input is, added in the order
  * of their output pixels, as pool.c adds them. */
 HOSTDEV float elem_maxpool_geom_backward(const float *dout, const float *in, const float *out,
                                          long j, const struct pool_geom *g)
 {
-	int C = g->C, c = (int)(j % C), x = (int)(j / C % g->W), y = (int)(j / C / g->W % g->H);
-	long b = j / C / g->W / g->H;
-	int oh0, oh1, ow0, ow1;
+	int C = g->C, c, y, x, oh0, oh1, ow0, ow1;
+	long b = pool_input_spans(g, j, &c, &y, &x, &oh0, &oh1, &ow0, &ow1);
 	float s = 0.0f;
 
-	elem_pool_span(y, g->PT, g->PH, g->SH, g->OH, &oh0, &oh1);
-	elem_pool_span(x, g->PL, g->PW, g->SW, g->OW, &ow0, &ow1);
 	for (int oh = oh0; oh <= oh1; oh++)
 		for (int ow = ow0; ow <= ow1; ow++) {
 			long o = ((b * g->OH + oh) * g->OW + ow) * C + c;
@@ -225,13 +238,10 @@ HOSTDEV float elem_avgpool(const float *in, long o, const struct pool_geom *g)
  * size, added in the order of the output pixels. */
 HOSTDEV float elem_avgpool_backward(const float *dout, long j, const struct pool_geom *g)
 {
-	int C = g->C, c = (int)(j % C), x = (int)(j / C % g->W), y = (int)(j / C / g->W % g->H);
-	long b = j / C / g->W / g->H;
-	int oh0, oh1, ow0, ow1;
+	int C = g->C, c, y, x, oh0, oh1, ow0, ow1;
+	long b = pool_input_spans(g, j, &c, &y, &x, &oh0, &oh1, &ow0, &ow1);
 	float s = 0.0f;
 
-	elem_pool_span(y, g->PT, g->PH, g->SH, g->OH, &oh0, &oh1);
-	elem_pool_span(x, g->PL, g->PW, g->SW, g->OW, &ow0, &ow1);
 	for (int oh = oh0; oh <= oh1; oh++)
 		for (int ow = ow0; ow <= ow1; ow++) {
 			int y0, y1, x0, x1;
