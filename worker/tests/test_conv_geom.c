@@ -14,6 +14,7 @@
 #include "err.h"
 #include "gradcheck.h"
 #include "parallel.h"
+#include "winograd.h"
 
 struct geom_case {
 	int H, W, C, KH, KW, OC, SH, SW, same, bias;
@@ -39,6 +40,13 @@ static const struct geom_case CASES[] = {
     {5, 6, 3, 3, 2, 1, 1, 1, 0, 0, 3, 5, 0, 0},
     /* one channel, 3x3, 32 filters, same: the direct path's shape, but padded */
     {5, 5, 1, 3, 3, 32, 1, 1, 1, 1, 5, 5, 1, 1},
+    /* 3x3, stride 1, channels in eights: Winograd's F(2x2, 3x3)
+     * (winograd.c); odd sizes leave tiles half outside, 24 filters a
+     * block of 16 and one of 8, and the last case more tiles than one
+     * block holds */
+    {6, 7, 8, 3, 3, 8, 1, 1, 1, 1, 6, 7, 1, 1},
+    {7, 5, 16, 3, 3, 24, 1, 1, 0, 0, 5, 3, 0, 0},
+    {20, 13, 16, 3, 3, 16, 1, 1, 1, 1, 20, 13, 1, 1},
 };
 
 #define NB 2
@@ -202,10 +210,11 @@ static void test_gradients_match_finite_differences_for_every_geometry(void **st
 	}
 }
 
-/* Stride 2 (col2im), and stride 1 (the input gradient as a convolution). */
+/* Stride 2 (col2im), stride 1 (the input gradient as a convolution), and
+ * Winograd's, whose kernel gradient is promised bitwise too. */
 static void test_three_threads_give_the_bits_of_one(void **state)
 {
-	static const int cases[] = {4, 6};
+	static const int cases[] = {4, 6, 9, 11};
 	(void)state;
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -223,6 +232,8 @@ static void test_three_threads_give_the_bits_of_one(void **state)
 		parallel_shutdown();
 		assert_memory_equal(one.out, three.out, one.nout * sizeof(float));
 		assert_memory_equal(one.din, three.din, one.nin * sizeof(float));
+		if (winograd_fits(&one.g))
+			assert_memory_equal(one.dwb, three.dwb, one.nw * sizeof(float));
 		pass_release(&one);
 		pass_release(&three);
 	}

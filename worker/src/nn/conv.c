@@ -8,6 +8,7 @@
 #include "gemm.h"
 #include "parallel.h"
 #include "simd.h"
+#include "winograd.h"
 
 /* A short copy (one output row, 26 floats for 28x28 input) kept inline: a
  * memcpy call per row costs more than the copy itself, so GCC must not turn
@@ -72,6 +73,8 @@ long conv_geom_cols_len(const struct conv_geom *g, int B)
 {
 	if (geom_is_direct(g))
 		return 0;
+	if (winograd_fits(g))
+		return (long)winograd_cols_len(g);
 	return ((long)g->KH * g->KW * g->C + g->bias) * B * g->OH * g->OW;
 }
 
@@ -344,6 +347,10 @@ void conv_forward_geom(float *out, float *cols, const float *in, const float *wb
 		parallel_run(direct_forward_part, &d);
 		return;
 	}
+	if (winograd_fits(g)) {
+		winograd_forward(out, cols, in, wb, B, g, relu);
+		return;
+	}
 	int P = g->OH * g->OW;
 	if (P <= 0)
 		return; /* no output: conv_geom_init refuses such a shape */
@@ -475,10 +482,16 @@ static int dgrad_by_convolution(float *din, float *dcols, const float *dout, con
 }
 
 void conv_backward_geom(float *dwb, float *din, float *dcols, const float *dout, const float *in,
-                        const float *cols, const float *wb, int B, const struct conv_geom *g)
+                        float *cols, const float *wb, int B, const struct conv_geom *g)
 {
 	if (geom_is_direct(g)) {
 		direct_backward(dwb, din, dout, in, wb, B, g->H, g->W);
+		return;
+	}
+	if (winograd_fits(g)) {
+		/* cols is free once the forward pass is done: the weight
+		 * gradient's scratch */
+		winograd_backward(dwb, din, cols, dcols, dout, in, wb, B, g);
 		return;
 	}
 	int M = B * g->OH * g->OW, K = g->KH * g->KW * g->C, OC = g->OC, KC = K + g->bias;
@@ -493,8 +506,7 @@ void conv_backward_geom(float *dwb, float *din, float *dcols, const float *dout,
 }
 
 void conv_backward(float *dwb, float *din, float *dcols, const float *dout, const float *in,
-                   const float *cols, const float *wb, int B, int H, int W, int C, int KH, int KW,
-                   int OC)
+                   float *cols, const float *wb, int B, int H, int W, int C, int KH, int KW, int OC)
 {
 	struct conv_geom g = valid_geom(H, W, C, KH, KW, OC);
 

@@ -1,7 +1,9 @@
 /* conv.h - 2-D convolution, NHWC, stride 1, no padding ("valid"), lowered to
  * one cblas_sgemm over the whole batch through im2col; or, for one input
  * channel, a 3x3 kernel and 32 filters (the seed models' first layer),
- * computed directly, without cols.
+ * computed directly, without cols; or, for a 3x3 kernel at stride 1 with
+ * channels in eights, by Winograd's F(2x2, 3x3) (winograd.h), whose cols
+ * and dcols hold only the transformed kernel.
  *
  * Shapes: in (B, H, W, C); wb (KH*KW*C + 1, OC) is the kernel in Keras' HWIO
  * layout followed by the bias as one extra row; out (B, OH, OW, OC) with
@@ -63,7 +65,7 @@ void conv_forward(float *out, float *cols, const float *in, const float *wb, int
  * skips that work. in is the forward pass's input, which the direct path
  * reads instead of cols. */
 void conv_backward(float *dwb, float *din, float *dcols, const float *dout, const float *in,
-                   const float *cols, const float *wb, int B, int H, int W, int C, int KH, int KW,
+                   float *cols, const float *wb, int B, int H, int W, int C, int KH, int KW,
                    int OC);
 
 /* The same for any geometry. cols has KH*KW*C (+ 1 with a bias) rows of
@@ -76,6 +78,6 @@ long conv_geom_cols_len(const struct conv_geom *g, int B);
 void conv_forward_geom(float *out, float *cols, const float *in, const float *wb, int B,
                        const struct conv_geom *g, int relu);
 void conv_backward_geom(float *dwb, float *din, float *dcols, const float *dout, const float *in,
-                        const float *cols, const float *wb, int B, const struct conv_geom *g);
+                        float *cols, const float *wb, int B, const struct conv_geom *g);
 
 #endif
