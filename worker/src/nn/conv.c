@@ -397,8 +397,7 @@ static void col2im_part(void *ctx, int part, int parts)
  * (M, K) matrix of window gradients to write out and read back, and no
  * scattered adds of col2im. */
 
-/* The transposed convolution's geometry: dout's shape in, din's out. */
-static struct conv_geom dgrad_geom(const struct conv_geom *g)
+struct conv_geom conv_dgrad_geom(const struct conv_geom *g)
 {
 	return (struct conv_geom){.H = g->OH,
 	                          .W = g->OW,
@@ -451,7 +450,7 @@ static int dgrad_by_convolution(float *din, float *dcols, const float *dout, con
 {
 	if (g->SH != 1 || g->SW != 1)
 		return -1;
-	struct dgrad_job j = {.din = din, .dout = dout, .tg = dgrad_geom(g), .B = B};
+	struct dgrad_job j = {.din = din, .dout = dout, .tg = conv_dgrad_geom(g), .B = B};
 	size_t P = (size_t)g->H * g->W, KT = (size_t)g->KH * g->KW * g->OC;
 	size_t nwt = KT * (size_t)g->C, parts = (size_t)parallel_threads();
 	size_t per_example = P * KT, have = (size_t)conv_geom_cols_len(g, B);

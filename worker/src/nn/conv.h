@@ -80,4 +80,9 @@ void conv_forward_geom(float *out, float *cols, const float *in, const float *wb
 void conv_backward_geom(float *dwb, float *din, float *dcols, const float *dout, const float *in,
                         float *cols, const float *wb, int B, const struct conv_geom *g);
 
+/* The geometry of a stride-1 convolution's input gradient, itself a
+ * convolution of dout with the flipped kernel: dout's shape in, din's out,
+ * padded by KH - 1 - PT on top and KW - 1 - PL on the left, no bias. */
+struct conv_geom conv_dgrad_geom(const struct conv_geom *g);
+
 #endif

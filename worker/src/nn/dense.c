@@ -22,12 +22,13 @@ static void add_bias(float *restrict out, const float *restrict b, int B, int OU
 }
 
 SIMD_CLONES
-static void sum_rows(float *restrict db, const float *restrict dout, int B, int OUT)
+void dense_bias_grads(float *restrict db, const float *restrict dout, size_t rows, size_t ld,
+                      size_t n)
 {
-	memset(db, 0, sizeof(float) * OUT);
-	for (int r = 0; r < B; r++)
-		for (int j = 0; j < OUT; j++)
-			db[j] += dout[(size_t)r * OUT + j];
+	memset(db, 0, sizeof(float) * n);
+	for (size_t r = 0; r < rows; r++)
+		for (size_t j = 0; j < n; j++)
+			db[j] += dout[r * ld + j];
 }
 
 void dense_forward(float *out, const float *in, const float *w, const float *b, int B, int IN,
@@ -103,7 +104,7 @@ void dense_backward(float *dw, float *db, float *din, const float *dout, const f
 		parallel_run(backward_part, &j);
 	if (!db)
 		return; /* use_bias false */
-	sum_rows(db, dout, B, OUT);
+	dense_bias_grads(db, dout, (size_t)B, (size_t)OUT, (size_t)OUT);
 	if (ready) {
 		struct grad_slice s = {base + (size_t)IN * OUT, 1, (size_t)OUT, (size_t)OUT};
 		ready(ctx, &s);

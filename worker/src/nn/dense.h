@@ -8,6 +8,8 @@
 #ifndef MWJ_DENSE_H
 #define MWJ_DENSE_H
 
+#include <stddef.h>
+
 #include "grad_slice.h"
 
 /* out = in @ w^T + b; b NULL for a layer without a bias. */
@@ -39,5 +41,10 @@ enum {
 void dense_backward(float *dw, float *db, float *din, const float *dout, const float *in,
                     const float *w, int B, int IN, int OUT, int flags, grad_ready_fn ready,
                     void *ctx, size_t base);
+
+/* db (n) = the sums over rows of dout's first n columns, row stride ld,
+ * each row in order: the bias gradient of a dense layer, or of a
+ * convolution, whose rows are its output pixels. */
+void dense_bias_grads(float *db, const float *dout, size_t rows, size_t ld, size_t n);
 
 #endif

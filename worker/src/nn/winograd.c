@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "dense.h"
 #include "parallel.h"
 #include "simd.h"
 
@@ -145,13 +146,23 @@ SIMD_CLONES static void block_gemm(float *out0, size_t ldo, const float *a0, siz
 
 /* --- Transforms --- */
 
+/* Tile t's example and its row and column among the th x tw tiles. */
+static size_t tile_at(size_t t, int th, int tw, int *ty, int *tx)
+{
+	size_t per = (size_t)th * (size_t)tw, r = t % per;
+
+	*ty = (int)(r / (size_t)tw);
+	*tx = (int)(r % (size_t)tw);
+	return t / per;
+}
+
 /* The 16 input pixels under tile t of the convolution g computes, as
  * pointers to their C channels; zero for those outside the image. */
 static void tile_inputs(const float *p[WINO_X], const float *in, const struct conv_geom *g,
                         size_t t, int th, int tw, const float *zero)
 {
-	size_t per = (size_t)th * (size_t)tw, b = t / per, r = t % per;
-	int ty = (int)(r / (size_t)tw), tx = (int)(r % (size_t)tw);
+	int ty, tx;
+	size_t b = tile_at(t, th, tw, &ty, &tx);
 
 	for (int a = 0; a < 4; a++) {
 		int ih = 2 * ty - g->PT + a;
@@ -170,8 +181,8 @@ static void tile_inputs(const float *p[WINO_X], const float *in, const struct co
  * SIZE_MAX for those past the image's edge. */
 static void tile_outputs(size_t off[4], const struct conv_geom *g, size_t t, int th, int tw)
 {
-	size_t per = (size_t)th * (size_t)tw, b = t / per, r = t % per;
-	int ty = (int)(r / (size_t)tw), tx = (int)(r % (size_t)tw);
+	int ty, tx;
+	size_t b = tile_at(t, th, tw, &ty, &tx);
 
 	for (int a = 0; a < 2; a++)
 		for (int c = 0; c < 2; c++) {
@@ -414,13 +425,8 @@ static void weight_grads_part(void *ctx, int part, int parts)
 	if (!j->db)
 		return;
 	parallel_range(K, part, parts, 8, &k0, &k1);
-	size_t rows = (size_t)j->B * (size_t)g->OH * (size_t)g->OW;
-	float *db = j->db;
-	for (size_t k = k0; k < k1; k++)
-		db[k] = 0.0f;
-	for (size_t m = 0; m < rows; m++)
-		for (size_t k = k0; k < k1; k++)
-			db[k] += j->dout[m * K + k];
+	dense_bias_grads(j->db + k0, j->dout + k0, (size_t)j->B * (size_t)g->OH * (size_t)g->OW, K,
+	                 k1 - k0);
 }
 
 void winograd_forward(float *out, float *cols, const float *in, const float *wb, int B,
@@ -434,25 +440,6 @@ void winograd_forward(float *out, float *cols, const float *in, const float *wb,
 	j.bias = g->bias ? wb + (size_t)9 * (size_t)g->C * (size_t)g->OC : NULL;
 	job_tiles(&j, g, B);
 	parallel_run(forward_part, &j);
-}
-
-/* The input gradient's convolution: dout's shape in, din's out (conv.c's
- * dgrad_geom for a 3x3 kernel). */
-static struct conv_geom transposed(const struct conv_geom *g)
-{
-	return (struct conv_geom){.H = g->OH,
-	                          .W = g->OW,
-	                          .C = g->OC,
-	                          .KH = 3,
-	                          .KW = 3,
-	                          .OC = g->C,
-	                          .SH = 1,
-	                          .SW = 1,
-	                          .PT = 2 - g->PT,
-	                          .PL = 2 - g->PL,
-	                          .OH = g->H,
-	                          .OW = g->W,
-	                          .bias = 0};
 }
 
 void winograd_backward(float *dwb, float *din, float *cols, float *dcols, const float *dout,
@@ -470,7 +457,7 @@ void winograd_backward(float *dwb, float *din, float *cols, float *dcols, const 
 	kernel_grads(dwb, cols, g);
 	if (!din)
 		return;
-	struct conv_geom tg = transposed(g);
+	struct conv_geom tg = conv_dgrad_geom(g);
 	struct wino_job d = {.out = din, .in = dout, .U = dcols};
 	kernel_transform(dcols, wb, g, 1);
 	job_tiles(&d, &tg, B);
