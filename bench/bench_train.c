@@ -2,9 +2,11 @@
  *
  * For each model and thread count it runs trainer_fit on Fashion-MNIST for a
  * warm-up epoch and a timed epoch, and prints one JSON line with samples/s,
- * ms/step and the achieved GFLOP/s of the step's matrix products, next to
- * the cblas_sgemm rate on a 2048x2048 square product measured in the same
- * process at the same thread count.
+ * ms/step and the achieved GFLOP/s of the step's matrix products, counted
+ * as the code computes them (model_step_gemm_flops: a Winograd layer's
+ * transformed products, not im2col's 2.25x more), next to the cblas_sgemm
+ * rate on a 2048x2048 square product measured in the same process at the
+ * same thread count.
  *
  * With --workers N (N > 1) it trains data-parallel instead: N processes on
  * 127.0.0.1, each with its own TF_CONFIG and --threads threads, at batch 64

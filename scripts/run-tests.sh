@@ -4,16 +4,19 @@
 # cmocka tests were skipped, if any (the GPU tests without a GPU). A program reports either as a
 # cmocka binary does or with a last line "N passed, N failed" of its own (the
 # e2e runners). One that crashes or exits non-zero without either counts as
-# one failure.
+# one failure. Each program's wall time follows its output, so that a slow
+# one shows in CI's log (nothing here depends on it).
 set -u
 passed=0
 failed=0
 skipped=0
 for t in "$@"; do
 	echo "== $(basename "$t")"
+	t0=$SECONDS
 	out=$("$t" 2>&1)
 	rc=$?
 	printf '%s\n' "$out"
+	echo "== $(basename "$t") took $((SECONDS - t0)) s"
 	p=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test(s)\./\1/p' | tail -n 1)
 	f=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test(s), listed below:/\1/p' | tail -n 1)
 	s=$(printf '%s\n' "$out" | sed -n 's/^\[  SKIPPED \] \([0-9]*\) test(s), listed below:/\1/p' | tail -n 1)

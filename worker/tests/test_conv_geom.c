@@ -149,6 +149,27 @@ static void test_a_valid_kernel_larger_than_the_input_is_refused(void **state)
 	assert_int_equal(conv_geom_init(&g, 5, 5, 1, 3, 3, 4, 0, 1, 0, 1), -1);
 }
 
+/* The multiply-adds throughput reports count: im2col's, or on the
+ * Winograd path 16 per tile and channel pair, 2.25x fewer where the output
+ * is in whole tiles; odd sizes round the tiles up. */
+static void test_multiply_adds_are_counted_as_computed(void **state)
+{
+	struct conv_geom g;
+	(void)state;
+
+	assert_int_equal(conv_geom_init(&g, 8, 8, 16, 3, 3, 32, 1, 1, 1, 1), 0);
+	assert_true(winograd_fits(&g));
+	assert_true(conv_geom_macs(&g, 2) == 2.0 * 16 * 4 * 4 * 16 * 32);
+	assert_true(conv_geom_macs(&g, 2) * 2.25 == 2.0 * 8 * 8 * 9 * 16 * 32);
+	assert_int_equal(conv_geom_init(&g, 7, 5, 16, 3, 3, 24, 1, 1, 0, 0), 0);
+	assert_true(winograd_fits(&g));
+	assert_true(conv_geom_macs(&g, 1) == 16.0 * 3 * 2 * 16 * 24);
+	/* stride 2 takes im2col */
+	assert_int_equal(conv_geom_init(&g, 7, 6, 3, 3, 3, 2, 2, 2, 1, 0), 0);
+	assert_false(winograd_fits(&g));
+	assert_true(conv_geom_macs(&g, 3) == 3.0 * 4 * 3 * 9 * 3 * 2);
+}
+
 static void test_forward_matches_the_definition_for_every_geometry(void **state)
 {
 	(void)state;
@@ -244,6 +265,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_output_sizes_and_padding_are_tensorflows),
 	    cmocka_unit_test(test_a_valid_kernel_larger_than_the_input_is_refused),
+	    cmocka_unit_test(test_multiply_adds_are_counted_as_computed),
 	    cmocka_unit_test(test_forward_matches_the_definition_for_every_geometry),
 	    cmocka_unit_test(test_gradients_match_finite_differences_for_every_geometry),
 	    cmocka_unit_test(test_three_threads_give_the_bits_of_one),

@@ -78,6 +78,16 @@ long conv_geom_cols_len(const struct conv_geom *g, int B)
 	return ((long)g->KH * g->KW * g->C + g->bias) * B * g->OH * g->OW;
 }
 
+double conv_geom_macs(const struct conv_geom *g, int B)
+{
+	double pairs = (double)g->C * g->OC;
+	long tiles = (long)B * ((g->OH + 1) / 2) * ((g->OW + 1) / 2);
+
+	if (winograd_fits(g))
+		return 16.0 * (double)tiles * pairs;
+	return (double)B * g->OH * g->OW * g->KH * g->KW * pairs;
+}
+
 /* The taps kw in [*kw0, *kw1) of output column ow whose input column
  * ow * SW + kw - PL lies inside the image. */
 static void inside(const struct conv_geom *g, int ow, int *kw0, int *kw1)

@@ -75,6 +75,12 @@ void conv_backward(float *dwb, float *din, float *dcols, const float *dout, cons
  * in cache-sized blocks, with dcols as its scratch where that fits in it
  * (conv.c); otherwise through dcols and col2im. */
 long conv_geom_cols_len(const struct conv_geom *g, int B);
+
+/* Multiply-adds of the forward product at batch B as conv_forward_geom
+ * computes it: B*OH*OW*OC*KH*KW*C, or on the Winograd path its 16
+ * transformed products per tile, 16*tiles*C*OC, 2.25x fewer (its
+ * transforms only add and are not counted). */
+double conv_geom_macs(const struct conv_geom *g, int B);
 void conv_forward_geom(float *out, float *cols, const float *in, const float *wb, int B,
                        const struct conv_geom *g, int relu);
 void conv_backward_geom(float *dwb, float *din, float *dcols, const float *dout, const float *in,

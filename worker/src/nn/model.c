@@ -514,15 +514,20 @@ double model_step_gemm_flops(const struct model *m, int B)
 
 	for (int i = 0; i < m->nlayers; i++) {
 		const struct layer *l = &m->layers[i];
-		double macs;
-		if (l->kind == LAYER_CONV2D)
-			macs = (double)B * l->out_h * l->out_w * l->out_c * l->kh * l->kw * l->in_c;
-		else if (l->kind == LAYER_DENSE)
-			macs = (double)B * l->in_h * l->in_w * l->units_in * l->out_c;
-		else
+		double fwd, dgrad;
+		if (l->kind == LAYER_CONV2D) {
+			const struct conv_geom *g = &l->conv;
+			struct conv_geom dg = conv_dgrad_geom(g);
+			fwd = conv_geom_macs(g, B);
+			/* stride 1: the flipped-kernel convolution's own count */
+			dgrad = g->SH == 1 && g->SW == 1 ? conv_geom_macs(&dg, B) : fwd;
+		} else if (l->kind == LAYER_DENSE) {
+			fwd = dgrad = (double)B * l->in_h * l->in_w * l->units_in * l->out_c;
+		} else {
 			continue;
+		}
 		/* forward, weight gradient, and the input gradient unless first */
-		flops += 2.0 * macs * (i > 0 ? 3 : 2);
+		flops += 2.0 * (2.0 * fwd + (i > 0 ? dgrad : 0.0));
 	}
 	return flops;
 }

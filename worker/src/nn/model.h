@@ -212,7 +212,9 @@ void model_backward(struct model *m, const float *x, int B, grad_ready_fn on_gra
 void model_update_state(struct model *m, int world);
 
 /* Floating-point operations of the matrix products of one training step
- * (forward and backward) at batch B, for throughput reports. */
+ * (forward and backward) at batch B as this code computes them, for
+ * throughput reports: a convolution on the Winograd path counts its
+ * transformed products (conv_geom_macs), not im2col's. */
 double model_step_gemm_flops(const struct model *m, int B);
 
 #endif
