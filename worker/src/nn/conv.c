@@ -80,12 +80,9 @@ long conv_geom_cols_len(const struct conv_geom *g, int B)
 
 double conv_geom_macs(const struct conv_geom *g, int B)
 {
-	double pairs = (double)g->C * g->OC;
-	long tiles = (long)B * ((g->OH + 1) / 2) * ((g->OW + 1) / 2);
-
 	if (winograd_fits(g))
-		return 16.0 * (double)tiles * pairs;
-	return (double)B * g->OH * g->OW * g->KH * g->KW * pairs;
+		return winograd_macs(g, B);
+	return (double)B * g->OH * g->OW * g->KH * g->KW * g->C * g->OC;
 }
 
 /* The taps kw in [*kw0, *kw1) of output column ow whose input column

@@ -77,9 +77,8 @@ void conv_backward(float *dwb, float *din, float *dcols, const float *dout, cons
 long conv_geom_cols_len(const struct conv_geom *g, int B);
 
 /* Multiply-adds of the forward product at batch B as conv_forward_geom
- * computes it: B*OH*OW*OC*KH*KW*C, or on the Winograd path its 16
- * transformed products per tile, 16*tiles*C*OC, 2.25x fewer (its
- * transforms only add and are not counted). */
+ * computes it: B*OH*OW*OC*KH*KW*C, or on the Winograd path
+ * winograd_macs, 2.25x fewer. */
 double conv_geom_macs(const struct conv_geom *g, int B);
 void conv_forward_geom(float *out, float *cols, const float *in, const float *wb, int B,
                        const struct conv_geom *g, int relu);

@@ -346,6 +346,14 @@ static void job_tiles(struct wino_job *j, const struct conv_geom *g, int B)
 	j->tiles = (size_t)B * (size_t)j->th * (size_t)j->tw;
 }
 
+double winograd_macs(const struct conv_geom *g, int B)
+{
+	struct wino_job j;
+
+	job_tiles(&j, g, B);
+	return (double)WINO_X * (double)j.tiles * (double)g->C * (double)g->OC;
+}
+
 /* A part's zeros and sink, each max_channels long, then its blocks. */
 static float *part_buffer(int part, const struct conv_geom *g, float **zero, float **sink)
 {

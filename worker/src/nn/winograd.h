@@ -44,6 +44,11 @@ int winograd_fits(const struct conv_geom *g);
  * kernel, 16 * C * OC, whatever the batch. */
 size_t winograd_cols_len(const struct conv_geom *g);
 
+/* Multiply-adds of one of a fitting geometry's three products at batch
+ * B: 16 * tiles * C * OC, the 2x2 output tiles rounded up at odd sizes
+ * (the transforms only add, and are not counted). */
+double winograd_macs(const struct conv_geom *g, int B);
+
 /* out = conv(in, w) + bias, then max(out, 0) if relu is set; cols holds
  * the transformed kernel meanwhile. */
 void winograd_forward(float *out, float *cols, const float *in, const float *wb, int B,
