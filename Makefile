@@ -60,7 +60,7 @@ OPERATOR_PKG_LIBS := $(shell pkg-config --libs $(OPERATOR_PKGS) 2>/dev/null)
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wformat=2 -Wvla
 CFLAGS ?= -O3 -g
 ALL_CFLAGS = -std=c17 -D_GNU_SOURCE -ffp-contract=off -fno-math-errno $(WARN) $(CFLAGS) $(SANFLAGS) $(PKG_CFLAGS) \
-	$(OPERATOR_PKG_CFLAGS) $(ALL_CFLAGS_CUDA) -Icommon $(WORKER_INC) -Ioperator/src -MMD -MP
+	$(OPERATOR_PKG_CFLAGS) $(ALL_CFLAGS_CUDA) -Icommon $(WORKER_INC) $(OPERATOR_INC) -MMD -MP
 LDFLAGS ?=
 ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
 LIBS = $(PKG_LIBS) $(CUDA_LIBS) -lm -lpthread
@@ -115,7 +115,16 @@ WORKER_LIB := $(OBJ)/libmwjworker.a
 
 COMMON_TESTS := $(patsubst common/tests/%.c,$(BIN)/common_%,$(wildcard common/tests/test_*.c))
 WORKER_TESTS := $(patsubst worker/tests/%.c,$(BIN)/worker_%,$(wildcard worker/tests/test_*.c))
-OPERATOR_SRC := $(filter-out operator/src/main.c,$(wildcard operator/src/*.c))
+# mwj-operator's rooms, each depending only on the ones before it: kube/
+# (a small client-go: the API client, kubeconfig, the watch stream,
+# informers, the work queue and timers, leader election; it knows nothing
+# of MultiWorkerJobs), controller/ (the job, its pods and status,
+# reconcile, the actions that carry it out), serve/ (the HTTP endpoints
+# and the metrics they show) and cmd/ (the command line and main). Every
+# room is on the include path, as the worker's are.
+OPERATOR_ROOMS := kube controller serve cmd
+OPERATOR_INC := $(addprefix -Ioperator/src/,$(OPERATOR_ROOMS))
+OPERATOR_SRC := $(filter-out operator/src/cmd/main.c,$(wildcard $(OPERATOR_ROOMS:%=operator/src/%/*.c)))
 OPERATOR_OBJ := $(OPERATOR_SRC:%.c=$(OBJ)/%.o)
 OPERATOR_LIB := $(OBJ)/libmwjoperator.a
 OPERATOR_TESTS := $(patsubst operator/tests/%.c,$(BIN)/operator_%,$(wildcard operator/tests/test_*.c))
@@ -136,7 +145,7 @@ ifneq ($(MPICC),)
 BENCHES += $(BIN)/mpi_allreduce
 endif
 WORKER_BIN := $(BIN)/mwj-worker
-OPERATOR_BIN := $(if $(wildcard operator/src/main.c),$(BIN)/mwj-operator)
+OPERATOR_BIN := $(if $(wildcard operator/src/cmd/main.c),$(BIN)/mwj-operator)
 # Fuzz targets, one file each: worker/fuzz/fuzz_<name>.c and
 # operator/fuzz/fuzz_<name>.c, each with a seed corpus in
 # <folder>/corpus/<name> and, where it helps, a libFuzzer dictionary
@@ -157,7 +166,7 @@ FUZZ_TIMEOUT ?= 10
 FUZZ_OBJ := $(BUILD)/fuzz/obj
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS := -std=c17 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(PKG_CFLAGS) \
-	$(OPERATOR_PKG_CFLAGS) -Icommon $(WORKER_INC) -Ioperator/src -MMD -MP
+	$(OPERATOR_PKG_CFLAGS) -Icommon $(WORKER_INC) $(OPERATOR_INC) -MMD -MP
 
 .PHONY: all test bench soak demo fuzz lint clean chart-crds images images-check images-cuda
 all: $(WORKER_BIN) $(OPERATOR_BIN)
@@ -190,7 +199,7 @@ $(OPERATOR_LIB): $(OPERATOR_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BIN)/mwj-operator: $(OBJ)/operator/src/main.o $(OPERATOR_LIB) $(COMMON_LIB)
+$(BIN)/mwj-operator: $(OBJ)/operator/src/cmd/main.o $(OPERATOR_LIB) $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) $^ $(OPERATOR_LIBS) -o $@
 
@@ -390,7 +399,7 @@ lint:
 	clang-format --dry-run --Werror $(C_FILES)
 	clang-tidy --quiet $(filter-out $(MPI_FILES),$(TIDY_FILES)) -- -std=c17 \
 		-D_GNU_SOURCE -DFUZZ_CORPUS='""' $(PKG_CFLAGS) $(OPERATOR_PKG_CFLAGS) -Icommon $(WORKER_INC) \
-		-Iworker/tests -Ioperator/src -Ioperator/tests -Ibench \
+		-Iworker/tests $(OPERATOR_INC) -Ioperator/tests -Ibench \
 		$(if $(NVCC_FOUND),-isystem $(CUDA_HOME)/include)
 	$(if $(MPICC),clang-tidy --quiet $(MPI_FILES) -- -std=c17 -D_GNU_SOURCE \
 		$(shell $(MPICC) -showme:compile 2>/dev/null))

@@ -239,7 +239,7 @@ step "3/6  Apply a 2-worker MultiWorkerJob (examples/demo.yaml)"
 # version up.sh loaded.
 example() { # example NAME: examples/NAME as this cluster runs it, into $state/NAME
 	local version
-	version=$(awk '$2 == "OPERATOR_VERSION" { gsub(/"/, "", $3); print $3 }' operator/src/cli.h)
+	version=$(awk '$2 == "OPERATOR_VERSION" { gsub(/"/, "", $3); print $3 }' operator/src/cmd/cli.h)
 	if [ "$cluster" = kind ]; then
 		sed -e "s#image: mwj-worker:latest#image: mwj-worker:$version#" \
 			-e 's#persistentVolumeClaim:#hostPath: {path: /mwj-shared, type: Directory}#' \

@@ -15,7 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cluster=${MWJ_KIND_CLUSTER:-mwj-e2e}
 artifacts=${1:-$root/build/kind/artifacts}
-version=$(awk '$2 == "OPERATOR_VERSION" { gsub(/"/, "", $3); print $3 }' "$root/operator/src/cli.h")
+version=$(awk '$2 == "OPERATOR_VERSION" { gsub(/"/, "", $3); print $3 }' "$root/operator/src/cmd/cli.h")
 rm -rf "$artifacts"
 mkdir -p "$artifacts"
 trap '[ "${MWJ_KIND_KEEP:-0}" = 1 ] || "$here/down.sh" > /dev/null 2>&1' EXIT

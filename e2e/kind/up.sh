@@ -17,7 +17,7 @@ kubeconfig=${MWJ_KIND_KUBECONFIG:-$root/build/kind/kubeconfig}
 for tool in docker kind kubectl; do
 	command -v "$tool" > /dev/null || { echo "kind/up: no $tool on PATH" >&2; exit 1; }
 done
-version=$(awk '$2 == "OPERATOR_VERSION" { gsub(/"/, "", $3); print $3 }' "$root/operator/src/cli.h")
+version=$(awk '$2 == "OPERATOR_VERSION" { gsub(/"/, "", $3); print $3 }' "$root/operator/src/cmd/cli.h")
 if [ "${MWJ_KIND_BUILD:-1}" = 1 ]; then
 	make -C "$root" images CONTAINER_ENGINE=docker >&2
 fi

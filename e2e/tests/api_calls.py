@@ -4,7 +4,7 @@
 The chart's RBAC must grant exactly what the operator calls. The list of
 those calls is kept by hand in operator/api_calls.txt, and this script
 keeps the list honest: it finds every call of the API client in
-operator/src and works out which (API group, resource, verb) it is, so
+operator/src (all its rooms) and works out which (API group, resource, verb) it is, so
 that a call added or removed in the code without the list fails the test.
 
 How a call is attributed (the client's typed verbs are in kube_api.h):
@@ -179,14 +179,21 @@ def functions(path):
         i += 1
 
 
+def sources(src, exts):
+    """(file name, path) of every file under src, its rooms included,
+    whose name ends in one of exts, in a fixed order."""
+    found = []
+    for d, _, names in os.walk(src):
+        found += [(f, os.path.join(d, f)) for f in names if f.endswith(exts)]
+    return sorted(found)
+
+
 def macros(src):
     """#define NAME "literal" in every file of src."""
     out = {}
-    for f in sorted(os.listdir(src)):
-        if f.endswith((".c", ".h")):
-            for m in re.finditer(r'^#define\s+(\w+)\s+"([^"]*)"\s*$',
-                                 open(os.path.join(src, f)).read(), re.M):
-                out[m.group(1)] = m.group(2)
+    for _, path in sources(src, (".c", ".h")):
+        for m in re.finditer(r'^#define\s+(\w+)\s+"([^"]*)"\s*$', open(path).read(), re.M):
+            out[m.group(1)] = m.group(2)
     return out
 
 
@@ -204,9 +211,8 @@ def derive(src):
     """The set of (group, resource, verb) the code calls."""
     defs = macros(src)
     funcs = []
-    for f in sorted(os.listdir(src)):
-        if f.endswith(".c"):
-            funcs += list(functions(os.path.join(src, f)))
+    for _, path in sources(src, (".c",)):
+        funcs += list(functions(path))
     by_name = {}
     for fn in funcs:
         by_name.setdefault(fn.name, []).append(fn)
@@ -271,9 +277,9 @@ def derive(src):
     # Every call of the client must lie in a function found above: one in
     # something this reader does not take for a function would be missed.
     verb_re = re.compile(r"\b(%s)\s*\(" % "|".join(VERBS))
-    for f in sorted(os.listdir(src)):
-        if f.endswith(".c") and f not in CLIENT_FILES:
-            text = strip_comments(open(os.path.join(src, f)).read())
+    for f, path in sources(src, (".c",)):
+        if f not in CLIENT_FILES:
+            text = strip_comments(open(path).read())
             seen = sum(len(verb_re.findall(fn.body)) for fn in funcs if fn.file == f)
             if len(verb_re.findall(text)) != seen:
                 raise Unattributed("%s: a call of the client outside any function this "

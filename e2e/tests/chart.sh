@@ -57,7 +57,7 @@ check "the operator calls exactly what operator/api_calls.txt lists" \
 # actions.c's create(), and a delete of a path it cannot resolve.
 planted() { # planted CODE WANT: CODE appended to a copy of actions.c fails the check saying WANT
 	local src=$state/src out
-	rm -rf "$src" && cp -r "$root/operator/src" "$src" && printf '%s\n' "$1" >> "$src/actions.c"
+	rm -rf "$src" && cp -r "$root/operator/src" "$src" && printf '%s\n' "$1" >> "$src/controller/actions.c"
 	out=$("$py" "$root/e2e/tests/api_calls.py" check "$src" "$list") && return 1
 	printf '%s\n' "$out" | grep -q "$2"
 }
@@ -75,8 +75,8 @@ check "a call the reader cannot attribute fails the check" planted \
 
 removed() { # removed SED WANT: actions.c with SED applied fails the check saying WANT
 	local src=$state/src out
-	rm -rf "$src" && cp -r "$root/operator/src" "$src" && sed -i "$1" "$src/actions.c" &&
-		! cmp -s "$src/actions.c" "$root/operator/src/actions.c" || return 1
+	rm -rf "$src" && cp -r "$root/operator/src" "$src" && sed -i "$1" "$src/controller/actions.c" &&
+		! cmp -s "$src/controller/actions.c" "$root/operator/src/controller/actions.c" || return 1
 	out=$("$py" "$root/e2e/tests/api_calls.py" check "$src" "$list") && return 1
 	printf '%s\n' "$out" | grep -q "$2"
 }

@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../src/cli.h" /* not worker/src/app/cli.h, which -I finds first */
+#include "../src/cmd/cli.h" /* not worker/src/app/cli.h, which -I finds first */
 #include "controller.h"
 #include "err.h"
 #include "fuzz/harness.h"

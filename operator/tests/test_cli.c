@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/cli.h" /* not the worker's cli.h, which -Iworker/src/app finds first */
+#include "../src/cmd/cli.h" /* not the worker's cli.h, which -Iworker/src/app finds first */
 #include "err.h"
 
 static const char *const ENV[] = {
