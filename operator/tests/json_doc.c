@@ -51,3 +51,16 @@ cJSON *json_doc_load(const char *path)
 	free(text);
 	return doc;
 }
+
+void json_doc_assert_equal(const cJSON *got, const char *want)
+{
+	cJSON *w = json_doc_parse(want);
+	char *g = cJSON_PrintUnformatted(got);
+	char *ws = cJSON_PrintUnformatted(w);
+
+	if (!cJSON_Compare(got, w, 1))
+		fail_msg("got  %s\nwant %s", g, ws);
+	free(g);
+	free(ws);
+	cJSON_Delete(w);
+}

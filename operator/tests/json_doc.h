@@ -13,6 +13,10 @@
 /* A tree parsed from s with every ' turned into ". */
 cJSON *json_doc_parse(const char *s);
 
+/* Fails the test unless got equals the document want (written as for
+ * json_doc_parse), printing both. */
+void json_doc_assert_equal(const cJSON *got, const char *want);
+
 /* The JSON file at path (from the repository root, up to 1 MiB). */
 cJSON *json_doc_load(const char *path);
 

@@ -39,20 +39,6 @@ static cJSON *job_with_spec(struct job *j, const char *spec_members)
 	return obj;
 }
 
-/* Fails unless the printed forms of got and the document want are equal. */
-static void assert_json_equal(const cJSON *got, const char *want)
-{
-	cJSON *w = json_doc_parse(want);
-	char *g = cJSON_PrintUnformatted(got);
-	char *ws = cJSON_PrintUnformatted(w);
-
-	if (!cJSON_Compare(got, w, 1))
-		fail_msg("got  %s\nwant %s", g, ws);
-	free(g);
-	free(ws);
-	cJSON_Delete(w);
-}
-
 /* --- Reading the spec --- */
 
 static void test_job_parse_applies_the_crds_defaults(void **state)
@@ -301,7 +287,7 @@ static void test_job_status_to_json_writes_the_crds_field_names(void **state)
 	(void)state;
 	full_status(&s);
 	json = job_status_to_json(&s);
-	assert_json_equal(json, FULL_STATUS_JSON);
+	json_doc_assert_equal(json, FULL_STATUS_JSON);
 	cJSON_Delete(json);
 	job_status_release(&s);
 }
@@ -458,11 +444,12 @@ static void test_job_status_patch_carries_the_whole_changed_status(void **state)
 	b.phase = PHASE_RUNNING;
 	patch = job_status_patch(&a, &b);
 	assert_non_null(patch);
-	assert_json_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(patch, "status"), "phase"),
-	                  "'Running'");
+	json_doc_assert_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(patch, "status"), "phase"),
+	                      "'Running'");
 	/* The rest is there too: the operator owns the status whole. */
-	assert_json_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(patch, "status"), "lastFailure"),
-	                  "{'pod': 'mnist-worker-1', 'exitCode': 137, 'reason': 'OOMKilled'}");
+	json_doc_assert_equal(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(patch, "status"), "lastFailure"),
+	    "{'pod': 'mnist-worker-1', 'exitCode': 137, 'reason': 'OOMKilled'}");
 	assert_int_equal(cJSON_GetArraySize(patch), 1);
 	cJSON_Delete(patch);
 	job_status_release(&a);
@@ -489,8 +476,8 @@ static void test_job_status_patch_sends_null_for_a_field_that_became_unset(void 
 	assert_true(cJSON_IsNull(cJSON_GetObjectItem(st, "restartingWorkers")));
 	assert_true(cJSON_IsNull(cJSON_GetObjectItem(st, "phase")));
 	/* Inside an object the patch merges into, too. */
-	assert_json_equal(cJSON_GetObjectItem(st, "lastFailure"),
-	                  "{'pod': 'mnist-worker-1', 'exitCode': 137, 'reason': null}");
+	json_doc_assert_equal(cJSON_GetObjectItem(st, "lastFailure"),
+	                      "{'pod': 'mnist-worker-1', 'exitCode': 137, 'reason': null}");
 	cJSON_Delete(patch);
 	/* A whole object gone is one null. */
 	b.last_failure_pod[0] = '\0';

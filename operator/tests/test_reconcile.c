@@ -88,6 +88,7 @@ struct world {
 	 * and object. */
 	struct create_outcome outcomes[MAX_PODS];
 	struct create_outcome objects[JOB_OBJECTS];
+	const struct training_status *report; /* the chief's, due now, or NULL */
 	struct reconcile_output out;
 	int ran;
 	char actions[4096]; /* out's actions, as action_text() writes them */
@@ -315,6 +316,7 @@ static void world_reconcile(struct world *w, long long now_s)
 	    .now = now,
 	    .outcomes = w->job.workers <= MAX_PODS ? w->outcomes : NULL,
 	    .object_outcomes = w->objects,
+	    .report = w->report,
 	};
 	struct reconcile_output again;
 	cJSON *a, *b;
@@ -564,6 +566,64 @@ static void test_reconcile_settles_a_new_job_and_then_has_nothing_to_do(void **s
 	assert_actions(&w, "");
 	assert_false(status_changed(&w));
 	assert_int_equal(w.out.requeue_at_s, -1);
+	world_release(&w);
+}
+
+/* --- Training reports --- */
+
+static struct training_status report_at(long long step, long long backup)
+{
+	struct training_status t;
+
+	memset(&t, 0, sizeof(t));
+	t.present = 1;
+	t.global_step = step;
+	t.total_steps = 1000;
+	t.percent = (int)(step / 10);
+	t.epoch = t.epochs = t.step = t.steps_per_epoch = t.eta_seconds = -1;
+	t.last_backup_step = backup;
+	return t;
+}
+
+static void test_reconcile_shows_the_report_and_says_when_training_went_back(void **state)
+{
+	static const struct pod_row running[] = {{0, 1, RUNNING, 0}, {1, 0, RUNNING, 0}, {0}};
+	struct training_status r500 = report_at(500, 400), r469 = report_at(469, 469),
+	                       r475 = report_at(475, 469), none = report_at(480, -1);
+	struct world w;
+
+	(void)state;
+	world_init(&w, "'workers': 2, " TMPL, RUNNING_STATUS("[1, 0]"));
+	world_pods(&w, running);
+	w.report = &r500;
+	world_reconcile(&w, NOW_S);
+	assert_actions(&w, "");
+	assert_status(&w, "{'training': {'globalStep': 500, 'totalSteps': 1000, 'percent': 50, "
+	                  "'progress': '50%', 'lastBackupStep': 400}}");
+	world_write_status(&w);
+	/* Worker 0 was preempted and came back: the workers went back to the
+	 * backup of step 469. */
+	w.report = &r469;
+	world_reconcile(&w, NOW_S + 60);
+	assert_string_equal(the_event(&w, "Resumed")->message,
+	                    "training resumed at step 469 from the backup of step 469; step 500 "
+	                    "had been reported before");
+	world_write_status(&w);
+	/* Going on from there is no news. */
+	w.report = &r475;
+	world_reconcile(&w, NOW_S + 65);
+	assert_actions(&w, "");
+	world_write_status(&w);
+	/* No report this pass: the status keeps the last one. */
+	w.report = NULL;
+	world_reconcile(&w, NOW_S + 66);
+	assert_false(status_changed(&w));
+	/* A report behind the status and without a backup still says so. */
+	w.report = &none;
+	none.global_step = 10;
+	world_reconcile(&w, NOW_S + 70);
+	assert_string_equal(the_event(&w, "Resumed")->message,
+	                    "training resumed at step 10; step 475 had been reported before");
 	world_release(&w);
 }
 
@@ -1935,6 +1995,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_reconcile_creates_every_object_and_pod_of_a_new_job),
 	    cmocka_unit_test(test_reconcile_settles_a_new_job_and_then_has_nothing_to_do),
+	    cmocka_unit_test(test_reconcile_shows_the_report_and_says_when_training_went_back),
 	    cmocka_unit_test(test_reconcile_retries_a_refused_create_without_counting_a_preemption),
 	    cmocka_unit_test(test_reconcile_never_creates_one_attempt_twice),
 	    cmocka_unit_test(test_reconcile_recreates_a_preempted_worker_and_only_it),

@@ -174,6 +174,7 @@ static void on_job(void *ctx, enum informer_op op, const cJSON *old, const cJSON
 		expectations_forget(&c->expect, key);
 		create_outcomes_forget(&c->outcomes, key);
 		written_forget(c, key);
+		reports_forget(&c->reports, key);
 		if (uid != NULL)
 			event_recorder_forget(&c->events, uid);
 		return;
@@ -367,8 +368,9 @@ static int pass(struct controller *c, const char *key, const cJSON *obj, char *e
 	char now[TIMEFMT_LEN];
 	struct kube_result res = {0};
 	char refused[ERR_LEN] = "";
-	int rc = 0, n = 0, ns_terminating = 0;
-	long long now_ms;
+	int rc = 0, n = 0, ns_terminating = 0, report_due;
+	long long now_ms, report_wait;
+	struct training_status report;
 
 	if (job_parse(&j, obj, err) < 0) {
 		log_warn("job %s: not a MultiWorkerJob the operator can read: %s", key, err);
@@ -394,6 +396,8 @@ static int pass(struct controller *c, const char *key, const cJSON *obj, char *e
 	in.now = now;
 	in.outcomes = outcomes;
 	in.object_outcomes = objects;
+	report_due = reports_due(&c->reports, key, j.uid, &report, timers_now_ms(), &report_wait);
+	in.report = report_due ? &report : NULL;
 	reconcile(&in, &out);
 
 	struct actions_ctx actx = {
@@ -419,6 +423,12 @@ static int pass(struct controller *c, const char *key, const cJSON *obj, char *e
 	}
 	if (written)
 		written_put(c, key, resource_version(obj), written);
+	/* The report is in the status once the status write went (or the
+	 * pass found nothing to write); a failed write leaves it due. */
+	if (report_due && (written || rc == 0))
+		reports_written(&c->reports, key, j.uid, timers_now_ms());
+	if (!report_due && report_wait > 0)
+		workqueue_add_after(&c->queue, key, report_wait);
 	if (rc == 0 && out.requeue_at_s >= 0) {
 		/* A deadline or a time to live: a timer, not the next event. */
 		workqueue_add_after(&c->queue, key, out.requeue_at_s * 1000 - now_ms);
@@ -428,6 +438,17 @@ static int pass(struct controller *c, const char *key, const cJSON *obj, char *e
 	free(pods);
 	job_release(&j);
 	return rc;
+}
+
+void controller_report(struct controller *c, const char *key, const char *uid,
+                       const struct training_status *t)
+{
+	long long wait = reports_put(&c->reports, key, uid, t, timers_now_ms());
+
+	if (wait > 0)
+		workqueue_add_after(&c->queue, key, wait);
+	else
+		workqueue_add(&c->queue, key);
 }
 
 int controller_sync(struct controller *c, const char *key, char *err)
@@ -456,6 +477,7 @@ int controller_sync(struct controller *c, const char *key, char *err)
 		expectations_forget(&c->expect, key);
 		create_outcomes_forget(&c->outcomes, key);
 		written_forget(c, key);
+		reports_forget(&c->reports, key);
 		return 0; /* deleted: its objects go by garbage collection */
 	}
 	if (!expectations_satisfied(&c->expect, key, now)) {
@@ -576,6 +598,8 @@ int controller_init(struct controller *c, struct kube_api *api, const struct con
 	strmap_init(&c->terminating);
 	pthread_mutex_init(&c->written_lock, NULL);
 	strmap_init(&c->written);
+	reports_init(&c->reports, c->cfg.status_write_ms > 0 ? c->cfg.status_write_ms
+	                                                     : REPORTS_WRITE_INTERVAL_MS);
 	informer_setup(c, &c->jobs, JOB_PLURAL, JOB_GROUP, JOB_PLURAL, NULL, on_job,
 	               cache_keep_job);
 	informer_setup(c, &c->pods, "pods", "", "pods", SELECTOR, on_pod, cache_keep_pod);
@@ -669,6 +693,7 @@ void controller_stop(struct controller *c)
 	workqueue_release(&c->queue);
 	expectations_release(&c->expect);
 	create_outcomes_release(&c->outcomes);
+	reports_release(&c->reports);
 	event_recorder_release(&c->events);
 	strmap_release(&c->terminating, free);
 	pthread_mutex_destroy(&c->terminating_lock);

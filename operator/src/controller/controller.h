@@ -44,6 +44,7 @@
 #include "histogram.h"
 #include "informer.h"
 #include "kube_api.h"
+#include "reports.h"
 #include "workqueue.h"
 
 #define CONTROLLER_WORKERS_MAX 64
@@ -58,6 +59,9 @@ struct controller_config {
 	 * dropped; controller_lead brings every job back. */
 	int (*active)(void *ctx);
 	void *active_ctx;
+	/* A job's status shows a new training report at most this often
+	 * (ms); 0: REPORTS_WRITE_INTERVAL_MS. */
+	long long status_write_ms;
 };
 
 /* A reconcile held longer than this is stuck, for /healthz: every API
@@ -82,6 +86,8 @@ struct controller {
 	 * key (struct written *), until the job cache shows that write. */
 	pthread_mutex_t written_lock;
 	struct strmap written;
+	/* The chiefs' training reports, until their jobs' statuses show them. */
+	struct reports reports;
 	/* Counters, for logs and metrics. */
 	unsigned long reconciles, reconcile_errors, passes_dropped;
 	unsigned long status_only_updates; /* job updates dropped: nothing to do */
@@ -125,6 +131,12 @@ int controller_alive(struct controller *c, char *why);
  * informers and frees everything. The API client should be stopped first
  * (kube_api_stop) so that watches end at once. */
 void controller_stop(struct controller *c);
+
+/* A chief's training report t for the job (key "namespace/name", uid),
+ * already authenticated: kept as the job's newest, and the job queued
+ * for when its status may show it (reports.h). */
+void controller_report(struct controller *c, const char *key, const char *uid,
+                       const struct training_status *t);
 
 /* One pass for the job "namespace/name" (what a worker thread does with a
  * key; exposed for tests). Returns 0, or -1 with a message when it must be

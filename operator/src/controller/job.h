@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "training.h"
 
 /* The resource, as the CRD (crds/) defines it. */
 #define JOB_GROUP       "training.mwj.io"
@@ -92,6 +93,9 @@ struct job_status {
 	 * back (it may not read Secrets). */
 	char ring_key_secret[JOB_NAME_LEN];
 	char tf_config_map[JOB_NAME_LEN];
+	/* Where training stands, as the chief last reported it (training.h);
+	 * the operator keeps it as it is until a newer report comes. */
+	struct training_status training;
 };
 
 struct job {

@@ -784,6 +784,28 @@ static void run_job(struct pass *p)
 	report_stuck(p);
 }
 
+/* The chief's report into status.training. A step behind the one shown
+ * is no regression to hide: the workers went back to their last backup
+ * after a preemption or a failure, and an Event says from where. */
+static void take_report(struct pass *p, const struct training_status *r)
+{
+	const struct training_status *was = &p->st->training;
+
+	if (was->present && r->global_step < was->global_step) {
+		if (r->last_backup_step >= 0)
+			event(
+			    p, EVENT_NORMAL, "Resumed",
+			    "training resumed at step %lld from the backup of step %lld; step %lld "
+			    "had been reported before",
+			    r->global_step, r->last_backup_step, was->global_step);
+		else
+			event(p, EVENT_NORMAL, "Resumed",
+			      "training resumed at step %lld; step %lld had been reported before",
+			      r->global_step, was->global_step);
+	}
+	p->st->training = *r;
+}
+
 void reconcile(const struct reconcile_input *in, struct reconcile_output *out)
 {
 	const struct job *j = in->job;
@@ -796,6 +818,8 @@ void reconcile(const struct reconcile_input *in, struct reconcile_output *out)
 	p.st->observed_generation = j->generation;
 	if (j->deleting)
 		return; /* garbage collection takes its pods */
+	if (in->report != NULL)
+		take_report(&p, in->report);
 	p.deleted = xcalloc((size_t)in->npods + 1, sizeof(*p.deleted));
 	if (finished_phase(p.st->phase)) {
 		p.finished = 1;

@@ -115,6 +115,11 @@ struct reconcile_input {
 	 * known. */
 	const struct create_outcome *outcomes;
 	const struct create_outcome *object_outcomes;
+	/* The chief's newest training report, when it is time to write it
+	 * into the status (controller/reports.h), or NULL: status.training
+	 * stays as it is. A report whose step is behind the status' is a
+	 * job resumed from a backup, and says so in an Event. */
+	const struct training_status *report;
 };
 
 struct reconcile_output {

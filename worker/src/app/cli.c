@@ -241,7 +241,6 @@ static void defaults(struct cli *c)
 	c->eval.batch_size = 64;
 	c->eval.threads = t->threads;
 	c->log_level = LOG_INFO;
-	c->log_level_set = 0;
 	c->log_format = LOG_TEXT;
 	memset(&c->cluster, 0, sizeof(c->cluster));
 }
@@ -255,7 +254,6 @@ static int apply_env(struct cli *c, char *err)
 	env = getenv("MWJ_LOG_LEVEL");
 	if (env && env[0] && log_parse_level(env, &c->log_level) < 0)
 		return err_set(err, "MWJ_LOG_LEVEL: '%s' is not debug, info, warn or error", env);
-	c->log_level_set = env && env[0];
 	env = getenv("MWJ_JOB_NAME");
 	if (env && strlen(env) >= sizeof(c->train.job_name))
 		return err_set(err, "MWJ_JOB_NAME: longer than %zu characters",
@@ -380,7 +378,6 @@ static int apply_flag(void *ctx, int flag, const char *arg, char *err)
 	case F_LOG_LEVEL:
 		if (log_parse_level(arg, &c->log_level) < 0)
 			return err_set(err, "'%s' is not debug, info, warn or error", arg);
-		c->log_level_set = 1;
 		return 0;
 	case F_LOG_EVERY:
 		if (parse_i64(arg, 0, 1000000000, &v, err) < 0)
@@ -494,9 +491,6 @@ int cli_parse(struct cli *c, int argc, char **argv, FILE *out, char *err)
 		    job_key_load(&c->key, c->train.job_secret_file, err) < 0)
 			return err_prefix(err, "--job-secret-file");
 		c->train.job_key = &c->key;
-		/* Workers other than the chief repeat what the chief says. */
-		if (c->cluster.rank != 0 && !c->log_level_set && c->log_level < LOG_WARN)
-			c->log_level = LOG_WARN;
 	}
 	return 0;
 }

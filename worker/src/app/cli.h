@@ -37,7 +37,6 @@ struct cli {
 	struct train_config train;
 	struct eval_config eval;
 	enum log_level log_level;
-	int log_level_set; /* by flag or environment: not lowered for non-chiefs */
 	enum log_format log_format;
 	struct tf_config cluster;     /* train: from TF_CONFIG; world 1 without it */
 	struct job_key key;           /* train: from --job-secret-file; empty without it */
@@ -50,8 +49,7 @@ struct cli {
  * message in err on bad usage, a bad TF_CONFIG (or MWJ_TF_CONFIG_FILE, or
  * the two disagreeing) or a job key file that is
  * missing, unreadable or too short (exit 1). c->train.cluster and
- * c->train.job_key point into c. Workers other than the chief log warnings and errors only,
- * unless a level was asked for. cli_release frees what c holds and wipes
+ * c->train.job_key point into c. cli_release frees what c holds and wipes
  * the key. */
 int cli_parse(struct cli *c, int argc, char **argv, FILE *out, char *err);
 void cli_release(struct cli *c);

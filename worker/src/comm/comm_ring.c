@@ -111,13 +111,15 @@ int comm_init_ring(struct comm *c, const struct tf_config *tc, const struct hell
 {
 	long long deadline = net_now_ms() + rendezvous_ms;
 	struct ring_state *s;
+	char me_addr[TF_CONFIG_HOST_LEN + 8];
 	int lfd, rc;
 
 	lfd = net_listen(tc->addrs[tc->rank].port, err);
 	if (lfd < 0)
 		return -1;
-	log_info("rendezvous: rank %d of %d listening on port %d", tc->rank, tc->world,
-	         tc->addrs[tc->rank].port);
+	tf_address_format(&tc->addrs[tc->rank], me_addr, sizeof(me_addr));
+	log_info("rendezvous: rank %d of %d, %s, listening on port %d", tc->rank, tc->world,
+	         me_addr, tc->addrs[tc->rank].port);
 	if (key == NULL || key->len == 0)
 		log_warn("rendezvous: the ring is not authenticated: anything that reaches port %d "
 		         "can join or disturb it; give every worker the job's key with "
