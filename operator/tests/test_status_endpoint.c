@@ -1,0 +1,351 @@
+/* test_status_endpoint.c - a chief's report end to end through the
+ * endpoint, with a fake API server answering TokenReviews as the real one
+ * does: the chief's report is kept; another worker, another job's pod, a
+ * bad or missing token, a wrong path or method, a bad body, a flood, and
+ * a standby replica are each refused with the API server's Status, and
+ * change nothing; a token is reviewed once however often it reports. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "json_doc.h"
+#include "status_endpoint.h"
+
+#define URL    "/apis/training.mwj.io/v1/namespaces/ml/multiworkerjobs/mnist/status"
+#define REPORT "{\"training\": {\"globalStep\": 40, \"totalSteps\": 100, \"loss\": 0.5}}"
+#define JOB_DOC                                                                                    \
+	"{'apiVersion': 'training.mwj.io/v1', 'kind': 'MultiWorkerJob', 'metadata': {'name': "     \
+	"'mnist', 'namespace': 'ml', 'uid': 'job-uid', 'generation': 1}, 'spec': {'workers': "     \
+	"2, 'template': {'spec': {'containers': [{'name': 'worker', 'image': 'w:1'}]}}}}"
+
+/* The world the endpoint sees: one job, its two workers and another
+ * job's chief, the tokens the API server knows, what was reported. */
+struct world {
+	struct kube_api api;
+	struct reports reports;
+	struct status_endpoint e;
+	int reviews;    /* TokenReviews the fake API server answered */
+	int reported;   /* reports passed on */
+	long long step; /* the last one's global step */
+	int active;     /* this replica leads */
+	int api_down;   /* TokenReviews fail */
+};
+
+static cJSON *pod_doc(const char *name, const char *uid, const char *index, const char *owner)
+{
+	char doc[2048];
+
+	snprintf(doc, sizeof(doc),
+	         "{'metadata': {'name': '%s', 'namespace': 'ml', 'uid': '%s', 'labels': "
+	         "{'training.mwj.io/job-name': 'mnist', 'training.mwj.io/replica-index': '%s'}, "
+	         "'ownerReferences': [{'apiVersion': 'training.mwj.io/v1', 'kind': "
+	         "'MultiWorkerJob', 'name': 'x', 'uid': '%s', 'controller': true}]}, 'status': "
+	         "{'phase': 'Running'}}",
+	         name, uid, index, owner);
+	return json_doc_parse(doc);
+}
+
+static cJSON *find_job(void *ctx, const char *ns, const char *name)
+{
+	(void)ctx;
+	return strcmp(ns, "ml") == 0 && strcmp(name, "mnist") == 0 ? json_doc_parse(JOB_DOC) : NULL;
+}
+
+static cJSON *find_pod(void *ctx, const char *ns, const char *name)
+{
+	(void)ctx;
+	if (strcmp(ns, "ml") != 0)
+		return NULL;
+	if (strcmp(name, "mnist-worker-0") == 0)
+		return pod_doc(name, "pod-0", "0", "job-uid");
+	if (strcmp(name, "mnist-worker-1") == 0)
+		return pod_doc(name, "pod-1", "1", "job-uid");
+	if (strcmp(name, "other-worker-0") == 0)
+		return pod_doc(name, "pod-9", "0", "other-uid");
+	return NULL;
+}
+
+static void take_report(void *ctx, const char *key, const char *uid,
+                        const struct training_status *t)
+{
+	struct world *w = ctx;
+
+	assert_string_equal(key, "ml/mnist");
+	assert_string_equal(uid, "job-uid");
+	w->reported++;
+	w->step = t->global_step;
+}
+
+static int leads(void *ctx)
+{
+	return ((struct world *)ctx)->active;
+}
+
+/* The API server's TokenReview: tokens "chief", "worker1", "other" are
+ * pod-bound tokens for audience mwj-operator; "apiserver" is a valid
+ * token for the API server's own audience; anything else is refused as
+ * pkg/serviceaccount's validator refuses a token it cannot verify. */
+static int fake_round_trip(struct kube_api *api, const struct kube_req *req, struct kube_resp *resp,
+                           char *err)
+{
+	struct world *w = api->impl;
+	static const struct {
+		const char *token, *pod, *uid;
+	} known[] = {{"chief", "mnist-worker-0", "pod-0"},
+	             {"worker1", "mnist-worker-1", "pod-1"},
+	             {"other", "other-worker-0", "pod-9"}};
+	cJSON *body, *answer;
+	const char *token;
+	char text[4096];
+
+	if (w->api_down) {
+		snprintf(err, ERR_LEN, "connect to 'apiserver:443': connection refused");
+		return -1;
+	}
+	assert_string_equal(req->method, "POST");
+	assert_string_equal(req->path, "/apis/authentication.k8s.io/v1/tokenreviews");
+	body = json_parse(req->body, req->body_len, NULL);
+	token = cJSON_GetObjectItem(cJSON_GetObjectItem(body, "spec"), "token")->valuestring;
+	w->reviews++;
+	snprintf(text, sizeof(text),
+	         "{'kind': 'TokenReview', 'apiVersion': 'authentication.k8s.io/v1', 'status': "
+	         "{'user': {}, 'error': '[invalid bearer token, square/go-jose: error in "
+	         "cryptographic primitive]'}}");
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (strcmp(token, known[i].token) == 0)
+			snprintf(
+			    text, sizeof(text),
+			    "{'kind': 'TokenReview', 'apiVersion': 'authentication.k8s.io/v1', "
+			    "'status': {'authenticated': true, 'user': {'username': "
+			    "'system:serviceaccount:ml:default', 'uid': 'sa', 'groups': "
+			    "['system:serviceaccounts'], 'extra': {"
+			    "'authentication.kubernetes.io/pod-name': ['%s'], "
+			    "'authentication.kubernetes.io/pod-uid': ['%s']}}, 'audiences': "
+			    "['mwj-operator']}}",
+			    known[i].pod, known[i].uid);
+	if (strcmp(token, "apiserver") == 0)
+		snprintf(
+		    text, sizeof(text),
+		    "{'kind': 'TokenReview', 'apiVersion': 'authentication.k8s.io/v1', 'status': "
+		    "{'user': {}, 'error': '[invalid bearer token, token audiences "
+		    "[\\\"https://kubernetes.default.svc.cluster.local\\\"] is invalid for the "
+		    "target audiences [\\\"mwj-operator\\\"]]'}}");
+	answer = json_doc_parse(text);
+	resp->status = 201;
+	resp->body = cJSON_PrintUnformatted(answer);
+	resp->body_len = strlen(resp->body);
+	cJSON_Delete(answer);
+	cJSON_Delete(body);
+	return 0;
+}
+
+static const struct kube_api_ops FAKE_OPS = {.name = "fake", .round_trip = fake_round_trip};
+
+static struct world *world_new(void)
+{
+	struct world *w = calloc(1, sizeof(*w));
+	struct status_sources src = {.job = find_job, .pod = find_pod, .report = take_report};
+
+	w->api.ops = &FAKE_OPS;
+	w->api.impl = w;
+	w->active = 1;
+	reports_init(&w->reports, 5000);
+	src.reports = &w->reports;
+	src.ctx = w;
+	status_endpoint_init_sources(&w->e, &src, &w->api, NULL);
+	w->e.active = leads;
+	w->e.active_ctx = w;
+	return w;
+}
+
+static void world_free(struct world *w)
+{
+	status_endpoint_release(&w->e);
+	reports_release(&w->reports);
+	free(w);
+}
+
+/* One request; returns the status, and the body's reason and message
+ * into reason, message (may be NULL). */
+static unsigned int post(struct world *w, const char *method, const char *url, const char *auth,
+                         const char *body, char *reason, char *message, int *retry_after)
+{
+	struct status_reply out;
+	cJSON *status;
+
+	status_endpoint_handle(&w->e, method, url, auth, body, strlen(body), &out);
+	status = json_parse(out.body, strlen(out.body), NULL);
+	assert_non_null(status);
+	assert_string_equal(cJSON_GetObjectItem(status, "kind")->valuestring, "Status");
+	assert_int_equal(cJSON_GetObjectItem(status, "code")->valueint, out.status);
+	if (reason != NULL)
+		snprintf(reason, 64, "%s",
+		         cJSON_IsString(cJSON_GetObjectItem(status, "reason"))
+		             ? cJSON_GetObjectItem(status, "reason")->valuestring
+		             : "");
+	if (message != NULL)
+		snprintf(message, 1024, "%s",
+		         cJSON_IsString(cJSON_GetObjectItem(status, "message"))
+		             ? cJSON_GetObjectItem(status, "message")->valuestring
+		             : "");
+	if (retry_after != NULL)
+		*retry_after = out.retry_after_s;
+	cJSON_Delete(status);
+	free(out.body);
+	return out.status;
+}
+
+static void test_the_chiefs_report_is_taken(void **state)
+{
+	struct world *w = world_new();
+
+	(void)state;
+	assert_int_equal(post(w, "POST", URL, "Bearer chief", REPORT, NULL, NULL, NULL), 200);
+	assert_int_equal(w->reported, 1);
+	assert_int_equal(w->step, 40);
+	world_free(w);
+}
+
+static void test_every_refusal_says_what_the_api_server_would_and_changes_nothing(void **state)
+{
+	static const struct {
+		const char *name, *method, *url, *auth, *body;
+		unsigned int want;
+		const char *reason, *message;
+	} cases[] = {
+	    {"worker 1", "POST", URL, "Bearer worker1", REPORT, 403, "Forbidden",
+	     "pod 'mnist-worker-1' is worker 1 of job 'mnist', not its chief: may not report the "
+	     "training of job 'mnist'"},
+	    {"another job's chief", "POST", URL, "Bearer other", REPORT, 403, "Forbidden",
+	     "pod 'other-worker-0' is not a worker of job 'mnist': may not report the training "
+	     "of job 'mnist'"},
+	    {"a forged token", "POST", URL, "Bearer forged", REPORT, 401, "Unauthorized",
+	     "Unauthorized"},
+	    {"the API server's own token", "POST", URL, "Bearer apiserver", REPORT, 401,
+	     "Unauthorized", "Unauthorized"},
+	    {"no token", "POST", URL, NULL, REPORT, 401, "Unauthorized", "Unauthorized"},
+	    {"basic auth", "POST", URL, "Basic Y2hpZWY6", REPORT, 401, "Unauthorized",
+	     "Unauthorized"},
+	    {"another job", "POST",
+	     "/apis/training.mwj.io/v1/namespaces/ml/multiworkerjobs/gone/status", "Bearer chief",
+	     REPORT, 404, "NotFound", "multiworkerjobs.training.mwj.io \"gone\" not found"},
+	    {"another path", "POST", "/apis/training.mwj.io/v1/namespaces/ml/multiworkerjobs/mnist",
+	     "Bearer chief", REPORT, 404, "NotFound",
+	     "the server could not find the requested resource"},
+	    {"a GET", "GET", URL, "Bearer chief", "", 405, "MethodNotAllowed",
+	     "the server does not allow this method on the requested resource"},
+	    {"a bad body", "POST", URL, "Bearer chief", "{\"training\": {}}", 400, "BadRequest",
+	     "'training.globalStep' is missing"},
+	};
+	char reason[64], message[1024];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct world *w = world_new();
+		unsigned int got = post(w, cases[i].method, cases[i].url, cases[i].auth,
+		                        cases[i].body, reason, message, NULL);
+
+		if (got != cases[i].want || strcmp(reason, cases[i].reason) != 0 ||
+		    strcmp(message, cases[i].message) != 0)
+			fail_msg("%s: %u %s '%s', not %u %s '%s'", cases[i].name, got, reason,
+			         message, cases[i].want, cases[i].reason, cases[i].message);
+		assert_int_equal(w->reported, 0);
+		world_free(w);
+	}
+}
+
+static void test_a_body_over_the_cap_is_too_large(void **state)
+{
+	struct world *w = world_new();
+	char *big = malloc(TRAINING_REPORT_MAX + 2);
+	char reason[64];
+
+	(void)state;
+	memset(big, ' ', TRAINING_REPORT_MAX + 1);
+	big[TRAINING_REPORT_MAX + 1] = '\0';
+	assert_int_equal(post(w, "POST", URL, "Bearer chief", big, reason, NULL, NULL), 413);
+	assert_string_equal(reason, "RequestEntityTooLarge");
+	assert_int_equal(w->reported, 0);
+	free(big);
+	world_free(w);
+}
+
+static void test_a_token_is_reviewed_once_however_often_it_reports(void **state)
+{
+	struct world *w = world_new();
+	int retry = 0;
+
+	(void)state;
+	for (int i = 0; i < REPORTS_BURST; i++)
+		assert_int_equal(post(w, "POST", URL, "Bearer chief", REPORT, NULL, NULL, NULL),
+		                 200);
+	assert_int_equal(w->reviews, 1);
+	/* Past the burst: 429 with Retry-After, and no TokenReview. */
+	assert_int_equal(post(w, "POST", URL, "Bearer forged", REPORT, NULL, NULL, &retry), 429);
+	assert_int_equal(retry, 1);
+	assert_int_equal(w->reviews, 1);
+	assert_int_equal(w->reported, REPORTS_BURST);
+	world_free(w);
+}
+
+static void test_a_standby_or_an_unreachable_api_server_says_try_again(void **state)
+{
+	struct world *w = world_new();
+	char reason[64];
+	int retry = 0;
+
+	(void)state;
+	w->active = 0;
+	assert_int_equal(post(w, "POST", URL, "Bearer chief", REPORT, reason, NULL, &retry), 503);
+	assert_string_equal(reason, "ServiceUnavailable");
+	assert_int_equal(retry, 1);
+	assert_int_equal(w->reviews, 0);
+	w->active = 1;
+	w->api_down = 1;
+	assert_int_equal(post(w, "POST", URL, "Bearer chief", REPORT, reason, NULL, &retry), 503);
+	assert_int_equal(w->reported, 0);
+	world_free(w);
+}
+
+static void test_a_path_names_a_namespace_and_a_job(void **state)
+{
+	static const char *bad[] = {
+	    "/apis/training.mwj.io/v1/namespaces//multiworkerjobs/a/status",
+	    "/apis/training.mwj.io/v1/namespaces/ml/multiworkerjobs//status",
+	    "/apis/training.mwj.io/v1/namespaces/ML/multiworkerjobs/a/status",
+	    "/apis/training.mwj.io/v1/namespaces/ml/multiworkerjobs/a/status/x",
+	    "/apis/training.mwj.io/v1/namespaces/ml/pods/a/status",
+	    "/apis/training.mwj.io/v2/namespaces/ml/multiworkerjobs/a/status",
+	    "/apis/training.mwj.io/v1/namespaces/m%2fl/multiworkerjobs/a/status",
+	};
+	char ns[JOB_NAME_LEN], name[JOB_NAME_LEN];
+
+	(void)state;
+	assert_int_equal(status_endpoint_path(URL, ns, name), 0);
+	assert_string_equal(ns, "ml");
+	assert_string_equal(name, "mnist");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (status_endpoint_path(bad[i], ns, name) != -1)
+			fail_msg("%s: taken", bad[i]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_the_chiefs_report_is_taken),
+	    cmocka_unit_test(test_every_refusal_says_what_the_api_server_would_and_changes_nothing),
+	    cmocka_unit_test(test_a_body_over_the_cap_is_too_large),
+	    cmocka_unit_test(test_a_token_is_reviewed_once_however_often_it_reports),
+	    cmocka_unit_test(test_a_standby_or_an_unreachable_api_server_says_try_again),
+	    cmocka_unit_test(test_a_path_names_a_namespace_and_a_job),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
