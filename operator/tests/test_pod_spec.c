@@ -170,6 +170,75 @@ static const char *env_value(const cJSON *c, const char *name)
 
 /* --- The worker pod --- */
 
+static void test_pod_spec_gives_the_chief_alone_what_it_reports_with(void **state)
+{
+	static const struct job_reporting reporting = {
+	    .url_base = "https://mwj-operator-status.mwj-system.svc:8443",
+	    .audience = "mwj-operator",
+	    .ca_pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"};
+	cJSON *obj, *chief, *worker, *cm, *want;
+	char err[ERR_LEN] = "";
+	struct job j;
+
+	(void)state;
+	obj = make_job(&j, "'workers': 2, 'template': {'spec': {'containers': [{'name': 'worker', "
+	                   "'image': 'w:1'}]}}");
+	j.reporting = &reporting;
+	/* Not before the CA's ConfigMap is made. */
+	assert_null(pod_spec_pod(&j, 0, 0, err));
+	assert_string_equal(err, "job 'ml/mnist': its status CA ConfigMap is not made yet");
+	cm = pod_spec_status_ca_map(&j);
+	want = json_doc_parse("{'apiVersion': 'v1', 'kind': 'ConfigMap', 'data': {'ca.crt': "
+	                      "'-----BEGIN CERTIFICATE-----\\nMIIB\\n-----END "
+	                      "CERTIFICATE-----\\n'}}");
+	assert_same(cJSON_GetObjectItem(cm, "data"), cJSON_GetObjectItem(want, "data"));
+	assert_string_equal(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(cm, "metadata"), "generateName")->valuestring,
+	    "mnist-status-ca-");
+	snprintf(j.status.status_ca_map, JOB_NAME_LEN, "mnist-status-ca-x7k2q");
+	chief = pod_spec_pod(&j, 0, 0, err);
+	worker = pod_spec_pod(&j, 1, 0, err);
+	assert_non_null(chief);
+	assert_non_null(worker);
+	assert_string_equal(env_value(container(chief, "worker"), "MWJ_STATUS_URL"),
+	                    "https://mwj-operator-status.mwj-system.svc:8443/apis/training.mwj.io/"
+	                    "v1/namespaces/ml/multiworkerjobs/mnist/status");
+	assert_string_equal(env_value(container(chief, "worker"), "MWJ_STATUS_CA_FILE"),
+	                    "/var/run/secrets/mwj/status/ca.crt");
+	assert_string_equal(env_value(container(chief, "worker"), "MWJ_STATUS_TOKEN_FILE"),
+	                    "/var/run/secrets/mwj/status/token");
+	assert_null(env_value(container(worker, "worker"), "MWJ_STATUS_URL"));
+	cJSON_Delete(want);
+	want = json_doc_parse(
+	    "{'name': 'mwj-status', 'projected': {'sources': [{'serviceAccountToken': {'audience': "
+	    "'mwj-operator', 'expirationSeconds': 3600, 'path': 'token'}}, {'configMap': {'name': "
+	    "'mnist-status-ca-x7k2q', 'items': [{'key': 'ca.crt', 'path': 'ca.crt'}]}}]}}");
+	{
+		const cJSON *v, *found = NULL;
+
+		cJSON_ArrayForEach(
+		    v, cJSON_GetObjectItem(cJSON_GetObjectItem(chief, "spec"), "volumes"))
+		{
+			if (strcmp(cJSON_GetObjectItem(v, "name")->valuestring, "mwj-status") == 0)
+				found = v;
+		}
+		assert_non_null(found);
+		assert_same(found, want);
+		cJSON_ArrayForEach(
+		    v, cJSON_GetObjectItem(cJSON_GetObjectItem(worker, "spec"), "volumes"))
+		{
+			assert_string_not_equal(cJSON_GetObjectItem(v, "name")->valuestring,
+			                        "mwj-status");
+		}
+	}
+	cJSON_Delete(want);
+	cJSON_Delete(cm);
+	cJSON_Delete(chief);
+	cJSON_Delete(worker);
+	job_release(&j);
+	cJSON_Delete(obj);
+}
+
 static void test_pod_spec_builds_the_all_fields_example_worker_pod_exactly(void **state)
 {
 	cJSON *obj = load_yaml("examples/all-fields.yaml");
@@ -1006,6 +1075,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_pod_spec_builds_the_all_fields_example_worker_pod_exactly),
+	    cmocka_unit_test(test_pod_spec_gives_the_chief_alone_what_it_reports_with),
 	    cmocka_unit_test(test_pod_spec_tf_config_names_every_worker_through_the_service),
 	    cmocka_unit_test(test_pod_spec_forces_restart_policy_never_and_says_when_it_differed),
 	    cmocka_unit_test(test_pod_spec_uses_the_first_container_when_none_is_named_worker),

@@ -571,6 +571,32 @@ static void test_reconcile_settles_a_new_job_and_then_has_nothing_to_do(void **s
 
 /* --- Training reports --- */
 
+static void test_reconcile_makes_the_status_ca_when_the_chief_reports(void **state)
+{
+	static const struct job_reporting reporting = {
+	    .url_base = "https://status.mwj.svc:8443", .audience = "mwj-operator", .ca_pem = "PEM"};
+	struct world w;
+
+	(void)state;
+	world_init(&w, "'workers': 2, " TMPL, NULL);
+	w.have_service = w.have_secret = w.have_network_policy = 1;
+	w.job.reporting = &reporting;
+	world_reconcile(&w, NOW_S);
+	assert_actions(&w, "create ConfigMap; create mnist-worker-0 attempt 0; "
+	                   "create mnist-worker-1 attempt 0");
+	assert_int_equal(w.out.actions[0].object, OBJ_STATUS_CA);
+	/* Once made (its name in the status), never again. */
+	snprintf(w.job.status.status_ca_map, JOB_NAME_LEN, "mnist-status-ca-x7k2q");
+	world_reconcile(&w, NOW_S);
+	assert_actions(&w, "create mnist-worker-0 attempt 0; create mnist-worker-1 attempt 0");
+	/* An operator that takes no reports makes none. */
+	w.job.reporting = NULL;
+	w.job.status.status_ca_map[0] = '\0';
+	world_reconcile(&w, NOW_S);
+	assert_actions(&w, "create mnist-worker-0 attempt 0; create mnist-worker-1 attempt 0");
+	world_release(&w);
+}
+
 static struct training_status report_at(long long step, long long backup)
 {
 	struct training_status t;
@@ -1996,6 +2022,7 @@ int main(void)
 	    cmocka_unit_test(test_reconcile_creates_every_object_and_pod_of_a_new_job),
 	    cmocka_unit_test(test_reconcile_settles_a_new_job_and_then_has_nothing_to_do),
 	    cmocka_unit_test(test_reconcile_shows_the_report_and_says_when_training_went_back),
+	    cmocka_unit_test(test_reconcile_makes_the_status_ca_when_the_chief_reports),
 	    cmocka_unit_test(test_reconcile_retries_a_refused_create_without_counting_a_preemption),
 	    cmocka_unit_test(test_reconcile_never_creates_one_attempt_twice),
 	    cmocka_unit_test(test_reconcile_recreates_a_preempted_worker_and_only_it),

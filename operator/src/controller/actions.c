@@ -165,6 +165,7 @@ static int create_in(const struct actions_ctx *ctx, const struct job *j, enum jo
 	case OBJ_SECRET:
 		return create(ctx, "", j->ns, "secrets", obj, made, res, err);
 	case OBJ_CONFIG_MAP:
+	case OBJ_STATUS_CA:
 		return create(ctx, "", j->ns, "configmaps", obj, made, res, err);
 	case OBJ_SERVICE:
 		return create(ctx, "", j->ns, "services", obj, made, res, err);
@@ -202,6 +203,8 @@ static cJSON *object_build(const struct job *j, enum job_object what, char *err)
 		return obj;
 	case OBJ_CONFIG_MAP:
 		return pod_spec_tf_config_map(j, err);
+	case OBJ_STATUS_CA:
+		return pod_spec_status_ca_map(j);
 	case OBJ_SERVICE:
 		return pod_spec_service(j);
 	case OBJ_NETWORK_POLICY:
@@ -255,10 +258,13 @@ static int create_object(const struct actions_ctx *ctx, const struct job *j, enu
 		if (ours == 0)
 			err_set(err, "%s", taken);
 	}
-	if (rc == 0 && made != NULL && (what == OBJ_SECRET || what == OBJ_CONFIG_MAP)) {
+	if (rc == 0 && made != NULL &&
+	    (what == OBJ_SECRET || what == OBJ_CONFIG_MAP || what == OBJ_STATUS_CA)) {
 		const cJSON *meta = cJSON_GetObjectItemCaseSensitive(made, "metadata");
 		const cJSON *given = cJSON_GetObjectItemCaseSensitive(meta, "name");
-		char *to = what == OBJ_SECRET ? st->ring_key_secret : st->tf_config_map;
+		char *to = what == OBJ_SECRET       ? st->ring_key_secret
+		           : what == OBJ_CONFIG_MAP ? st->tf_config_map
+		                                    : st->status_ca_map;
 		if (cJSON_IsString(given) && strlen(given->valuestring) < JOB_NAME_LEN) {
 			snprintf(to, JOB_NAME_LEN, "%s", given->valuestring);
 			snprintf(name, sizeof(name), "%s", given->valuestring);

@@ -315,6 +315,7 @@ static int fail_refused(const struct reconcile_input *pass_in, const struct acti
 
 	if (job_parse(&j, base, err) < 0)
 		return -1;
+	j.reporting = pass_in->job->reporting;
 	log_warn("job %s/%s: %s", j.ns, j.name, refused);
 	snprintf(j.invalid, sizeof(j.invalid), "%s", refused);
 	in.job = &j;
@@ -376,6 +377,7 @@ static int pass(struct controller *c, const char *key, const cJSON *obj, char *e
 		log_warn("job %s: not a MultiWorkerJob the operator can read: %s", key, err);
 		return 0;
 	}
+	j.reporting = c->cfg.reporting;
 	pods = cached_pods(c, &j, key, &n);
 	outcomes = xcalloc((size_t)j.workers + 1, sizeof(*outcomes));
 	create_outcomes_get(&c->outcomes, key, j.workers, outcomes, objects);

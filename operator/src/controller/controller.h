@@ -62,6 +62,8 @@ struct controller_config {
 	/* A job's status shows a new training report at most this often
 	 * (ms); 0: REPORTS_WRITE_INTERVAL_MS. */
 	long long status_write_ms;
+	/* Where the chiefs report their training (job.h); NULL: nowhere. */
+	const struct job_reporting *reporting;
 };
 
 /* A reconcile held longer than this is stuck, for /healthz: every API

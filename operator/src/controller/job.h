@@ -93,13 +93,25 @@ struct job_status {
 	 * back (it may not read Secrets). */
 	char ring_key_secret[JOB_NAME_LEN];
 	char tf_config_map[JOB_NAME_LEN];
+	char status_ca_map[JOB_NAME_LEN]; /* the CA the chief's reports trust */
 	/* Where training stands, as the chief last reported it (training.h);
 	 * the operator keeps it as it is until a newer report comes. */
 	struct training_status training;
 };
 
+/* How a job's chief reports its training to the operator (the status
+ * endpoint, serve/status_server.h): where, with a token for which
+ * audience, trusting which CA. The operator's, the same for every job. */
+struct job_reporting {
+	char url_base[JOB_PATH_LEN]; /* "https://<service>.<namespace>.svc:<port>" */
+	char audience[JOB_NAME_LEN];
+	const char *ca_pem; /* the CA's certificate, PEM */
+};
+
 struct job {
 	char ns[JOB_NAME_LEN], name[JOB_NAME_LEN], uid[JOB_UID_LEN];
+	/* Set by the caller after job_parse; NULL: the workers report nothing. */
+	const struct job_reporting *reporting;
 	long long generation;
 	int deleting; /* metadata.deletionTimestamp is set */
 	/* The spec. workers is the job's number of workers: spec.workers as

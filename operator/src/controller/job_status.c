@@ -181,6 +181,8 @@ void job_status_parse(struct job_status *s, const cJSON *status, int nworkers)
 	copy_whole(s->ring_key_secret, sizeof(s->ring_key_secret),
 	           json_in_str(status, "ringKeySecret"));
 	copy_whole(s->tf_config_map, sizeof(s->tf_config_map), json_in_str(status, "tfConfigMap"));
+	copy_whole(s->status_ca_map, sizeof(s->status_ca_map),
+	           json_in_str(status, "statusCAConfigMap"));
 	training_status_parse(&s->training, cJSON_GetObjectItemCaseSensitive(status, "training"));
 }
 
@@ -304,6 +306,7 @@ cJSON *job_status_to_json(const struct job_status *s)
 	bookkeeping_to_json(o, s);
 	put_nonempty(o, "ringKeySecret", s->ring_key_secret);
 	put_nonempty(o, "tfConfigMap", s->tf_config_map);
+	put_nonempty(o, "statusCAConfigMap", s->status_ca_map);
 	sub = training_status_to_json(&s->training);
 	if (sub != NULL)
 		json_out_item(o, "training", sub);

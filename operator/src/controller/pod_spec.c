@@ -21,6 +21,7 @@
 #define VOLUME_CHECKPOINT "mwj-checkpoint"
 #define VOLUME_RING_KEY   "mwj-ring-key"
 #define VOLUME_TF_CONFIG  "mwj-tf-config"
+#define VOLUME_STATUS     "mwj-status"
 
 /* A TF_CONFIG address: "<pod>.<job>.<ns>.svc:<port>". */
 #define ADDRESS_LEN (3 * JOB_NAME_LEN + 16)
@@ -119,7 +120,7 @@ int pod_spec_check_names(const struct job *j, char *why)
 		pod_spec_object_name(j, (enum job_object)k, name);
 		/* The API server cuts a generateName to 58 characters and ends
 		 * it with five of its own, such as these (SimpleNameGenerator). */
-		if (k == OBJ_SECRET || k == OBJ_CONFIG_MAP) {
+		if (k == OBJ_SECRET || k == OBJ_CONFIG_MAP || k == OBJ_STATUS_CA) {
 			name[strnlen(name, GENERATE_NAME_MAX)] = '\0';
 			strcat(name, "x7k2q");
 		}
@@ -132,7 +133,8 @@ int pod_spec_check_names(const struct job *j, char *why)
 
 void pod_spec_object_name(const struct job *j, enum job_object what, char *out)
 {
-	static const char *const suffixes[] = {"-ring-key-", "-tf-config-", "", "-ring"};
+	static const char *const suffixes[] = {"-ring-key-", "-tf-config-", "", "-ring",
+	                                       "-status-ca-"};
 	char name[JOB_NAME_LEN + 32];
 
 	snprintf(name, sizeof(name), "%s%s", j->name,
@@ -142,7 +144,8 @@ void pod_spec_object_name(const struct job *j, enum job_object what, char *out)
 
 const char *pod_spec_object_kind(enum job_object what)
 {
-	static const char *const kinds[] = {"Secret", "ConfigMap", "Service", "NetworkPolicy"};
+	static const char *const kinds[] = {"Secret", "ConfigMap", "Service", "NetworkPolicy",
+	                                    "ConfigMap"};
 
 	return (unsigned)what < JOB_OBJECTS ? kinds[what] : "?";
 }
@@ -165,7 +168,8 @@ static int path_within(const char *path, const char *dir)
 int pod_spec_check_mounts(const struct job *j, char *why)
 {
 	static const char *const own[][2] = {{SECRET_MOUNT_DIR, "the ring key"},
-	                                     {TF_CONFIG_MOUNT_DIR, "the TF_CONFIG file"}};
+	                                     {TF_CONFIG_MOUNT_DIR, "the TF_CONFIG file"},
+	                                     {STATUS_MOUNT_DIR, "the status reports' token"}};
 	const char *mount = j->checkpoint_mount;
 
 	if (j->checkpoint_volume == NULL)
@@ -423,6 +427,29 @@ cJSON *pod_spec_tf_config_map(const struct job *j, char *err)
 	return cm;
 }
 
+cJSON *pod_spec_status_ca_map(const struct job *j)
+{
+	char prefix[JOB_NAME_LEN];
+	cJSON *cm = json_out_new(), *meta;
+
+	pod_spec_object_name(j, OBJ_STATUS_CA, prefix);
+	json_out_str(cm, "apiVersion", "v1");
+	json_out_str(cm, "kind", "ConfigMap");
+	meta = json_out_item(cm, "metadata", pod_spec_metadata(j, NULL));
+	json_out_str(meta, "generateName", prefix);
+	json_out_str(json_out_obj(cm, "data"), STATUS_CA_KEY,
+	             j->reporting != NULL && j->reporting->ca_pem != NULL ? j->reporting->ca_pem
+	                                                                  : "");
+	return cm;
+}
+
+/* Whether worker index reports the job's training: the chief, when the
+ * operator takes reports. */
+static int reports(const struct job *j, int index)
+{
+	return index == 0 && j->reporting != NULL;
+}
+
 /* MWJ_BACKUP_DIR: <mountPath>/<namespace>/<job>, so that jobs sharing a
  * volume never share backups. */
 static void backup_dir(const struct job *j, char *out, size_t n)
@@ -468,6 +495,16 @@ static int worker_env(cJSON *container, const struct job *j, int index, long att
 		add_env(env, "MWJ_BACKUP_DIR", dir);
 	}
 	add_env(env, "MWJ_JOB_SECRET_FILE", SECRET_MOUNT_DIR "/key");
+	if (reports(j, index)) {
+		char url[JOB_PATH_LEN + 3 * JOB_NAME_LEN];
+
+		snprintf(url, sizeof(url), "%s/apis/%s/%s/namespaces/%s/%s/%s/status",
+		         j->reporting->url_base, JOB_GROUP, JOB_VERSION, j->ns, JOB_PLURAL,
+		         j->name);
+		add_env(env, "MWJ_STATUS_URL", url);
+		add_env(env, "MWJ_STATUS_CA_FILE", STATUS_MOUNT_DIR "/" STATUS_CA_KEY);
+		add_env(env, "MWJ_STATUS_TOKEN_FILE", STATUS_MOUNT_DIR "/" STATUS_TOKEN_PATH);
+	}
 	if (cJSON_IsArray(user)) {
 		cJSON_ArrayForEach(it, env)
 		{
@@ -506,9 +543,32 @@ static void add_volume(cJSON *volumes, cJSON *mounts, const char *name, const cJ
 		json_out_bool(m, "readOnly", 1);
 }
 
+/* The chief's token for the operator's audience, bound to its pod and
+ * rotated by the kubelet, beside the CA that the operator's serving
+ * certificate chains to: one projected volume, as Kubeflow Trainer's
+ * KEP-2779 mounts its own. */
+static cJSON *status_source(const struct job *j)
+{
+	cJSON *source = json_out_new(), *projected = json_out_obj(source, "projected");
+	cJSON *sources = json_out_arr(projected, "sources");
+	cJSON *token =
+	    json_out_obj(json_out_item(sources, NULL, json_out_new()), "serviceAccountToken");
+	cJSON *cm = json_out_obj(json_out_item(sources, NULL, json_out_new()), "configMap");
+	cJSON *item = json_out_item(json_out_arr(cm, "items"), NULL, json_out_new());
+
+	json_out_str(token, "audience", j->reporting->audience);
+	json_out_num(token, "expirationSeconds", STATUS_TOKEN_SECONDS);
+	json_out_str(token, "path", STATUS_TOKEN_PATH);
+	json_out_str(cm, "name", j->status.status_ca_map);
+	json_out_str(item, "key", STATUS_CA_KEY);
+	json_out_str(item, "path", STATUS_CA_KEY);
+	return source;
+}
+
 /* The ring key, mode 0400, and the TF_CONFIG file, in the worker
- * container only; the checkpoint volume. */
-static void worker_volumes(cJSON *spec, cJSON *container, const struct job *j)
+ * container only; the chief's reporting token and CA; the checkpoint
+ * volume. */
+static void worker_volumes(cJSON *spec, cJSON *container, const struct job *j, int index)
 {
 	cJSON *volumes = array_member(spec, "volumes");
 	cJSON *mounts = array_member(container, "volumeMounts");
@@ -522,6 +582,11 @@ static void worker_volumes(cJSON *spec, cJSON *container, const struct job *j)
 		source = json_out_new();
 		json_out_str(json_out_obj(source, "configMap"), "name", j->status.tf_config_map);
 		add_volume(volumes, mounts, VOLUME_TF_CONFIG, source, TF_CONFIG_MOUNT_DIR, 1);
+		cJSON_Delete(source);
+	}
+	if (reports(j, index)) {
+		source = status_source(j);
+		add_volume(volumes, mounts, VOLUME_STATUS, source, STATUS_MOUNT_DIR, 1);
 		cJSON_Delete(source);
 	}
 	if (j->checkpoint_volume != NULL)
@@ -615,10 +680,13 @@ cJSON *pod_spec_pod(const struct job *j, int index, long attempt, char *err)
 		return NULL;
 	}
 	if (j->status.ring_key_secret[0] == '\0' ||
-	    (pod_spec_tf_config_in_file(j) && j->status.tf_config_map[0] == '\0')) {
+	    (pod_spec_tf_config_in_file(j) && j->status.tf_config_map[0] == '\0') ||
+	    (reports(j, index) && j->status.status_ca_map[0] == '\0')) {
 		err_set(err, "job '%s/%s': its %s is not made yet", j->ns, j->name,
 		        j->status.ring_key_secret[0] == '\0' ? "ring-key Secret"
-		                                             : "TF_CONFIG ConfigMap");
+		        : j->status.status_ca_map[0] == '\0' && reports(j, index)
+		            ? "status CA ConfigMap"
+		            : "TF_CONFIG ConfigMap");
 		return NULL;
 	}
 	pod_spec_pod_name(j, index, name);
@@ -640,7 +708,7 @@ cJSON *pod_spec_pod(const struct job *j, int index, long attempt, char *err)
 		cJSON_Delete(pod);
 		return NULL;
 	}
-	worker_volumes(spec, container, j);
+	worker_volumes(spec, container, j, index);
 	worker_fs_group(spec, container);
 	worker_port(container, j->port);
 	return pod;

@@ -65,7 +65,20 @@
 
 /* The job's objects other than its pods, in the order they are made;
  * every one must exist before a pod is created. */
-enum job_object { OBJ_SECRET, OBJ_CONFIG_MAP, OBJ_SERVICE, OBJ_NETWORK_POLICY, JOB_OBJECTS };
+enum job_object {
+	OBJ_SECRET,
+	OBJ_CONFIG_MAP,
+	OBJ_SERVICE,
+	OBJ_NETWORK_POLICY,
+	OBJ_STATUS_CA, /* a ConfigMap: the CA the chief's reports trust */
+	JOB_OBJECTS
+};
+
+/* Where the chief finds what it reports with (job.h's job_reporting). */
+#define STATUS_MOUNT_DIR     "/var/run/secrets/mwj/status"
+#define STATUS_CA_KEY        "ca.crt"
+#define STATUS_TOKEN_PATH    "token"
+#define STATUS_TOKEN_SECONDS 3600
 
 /* --- Names --- */
 
@@ -120,6 +133,8 @@ cJSON *pod_spec_service(const struct job *j);
 cJSON *pod_spec_secret(const struct job *j, const unsigned char *key, size_t key_len);
 cJSON *pod_spec_network_policy(const struct job *j);
 cJSON *pod_spec_tf_config_map(const struct job *j, char *err);
+/* The ConfigMap of the CA the chief's reports trust (j->reporting). */
+cJSON *pod_spec_status_ca_map(const struct job *j);
 
 /* --- Pieces (shared by the builders above and by pod_view_parse) --- */
 

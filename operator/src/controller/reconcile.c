@@ -444,6 +444,8 @@ static int have_object(const struct pass *p, enum job_object what)
 		return p->in->have_service || created;
 	case OBJ_NETWORK_POLICY:
 		return p->in->have_network_policy || created;
+	case OBJ_STATUS_CA:
+		return p->job->reporting == NULL || p->st->status_ca_map[0] != '\0';
 	case JOB_OBJECTS:
 		break;
 	}
