@@ -8,7 +8,8 @@ The request path is split as the real server's is:
   this file      HTTP: routing, discovery and OpenAPI (v2: openapi_v2.py),
                  bodies in (protobuf ones through protobuf.py) and
                  compact JSON out, Warning headers, watches and logs as
-                 streams, TokenRequests and access reviews (access.py);
+                 streams, TokenRequests, access reviews (access.py) and
+                 TokenReviews (tokenreview.py);
   auth.py        authentication (the cluster's token, ServiceAccount
                  tokens of tokens.py, anonymous) and authorization (RBAC,
                  rbac.py);
@@ -63,6 +64,7 @@ import rbac
 import scale
 import selector
 import tables
+import tokenreview
 from controllers import Controllers
 from errors import ApiError, bad_request
 from node import Node
@@ -75,6 +77,10 @@ VERSION = {"major": "1", "minor": "31", "gitVersion": "v1.31.0-mwj-local",
            "platform": "linux/amd64", "goVersion": "n/a", "compiler": "n/a",
            "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z"}
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+# The group versions served by a module of their own rather than by the
+# registry, with what their discovery lists.
+SERVED_APART = {access.GROUP_VERSION: access.RESOURCES,
+                tokenreview.GROUP_VERSION: tokenreview.RESOURCES}
 
 
 def compact(body):
@@ -144,9 +150,9 @@ class Api:
     # --- discovery ---
 
     def resource_list(self, gv):
-        if gv == access.GROUP_VERSION:
+        if gv in SERVED_APART:
             return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
-                    "resources": access.RESOURCES}
+                    "resources": SERVED_APART[gv]}
         rs = self.registry.kinds().get(gv)
         if rs is None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
@@ -176,7 +182,7 @@ class Api:
 
     def group_list(self):
         groups = {}
-        for gv in list(self.registry.kinds()) + [access.GROUP_VERSION]:
+        for gv in list(self.registry.kinds()) + list(SERVED_APART):
             if "/" in gv:
                 g, v = gv.split("/")
                 groups.setdefault(g, []).append(v)
@@ -425,6 +431,8 @@ class Handler(BaseHTTPRequestHandler):
             ns, plural, name, sub = None, "namespaces", ns, "status"
         if gv == access.GROUP_VERSION:
             return self.access_review(method, m)
+        if gv == tokenreview.GROUP_VERSION:
+            return self.token_review(method, m, query)
         kind = registry.kind(gv, plural)
         watching = method == "GET" and arg(query, "watch", "false") in ("true", "1")
         # A namespace is in itself, for RBAC (RequestInfoFactory).
@@ -516,6 +524,32 @@ class Handler(BaseHTTPRequestHandler):
                               "SelfSubjectAccessReview)")
         return self.send_json(201, access.self_subject_access_review(self.api.authorizer,
                                                                      self.user, obj))
+
+    def token_review(self, method, m, query):
+        """POST tokenreviews (tokenreview.py), the only resource of
+        authentication.k8s.io served here: RBAC first, as the real
+        server's authorization filter runs before its routes."""
+        auth.authorize(self.api.authorizer, self.user, rbac.Attributes(
+            auth.verb(method, m["name"], False), tokenreview.GROUP_VERSION.split("/")[0],
+            m["plural"], m["sub"] or "", m["ns"] or "", m["name"] or ""))
+        if m["plural"] != "tokenreviews" or m["ns"] or m["name"] or m["sub"]:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        if method != "POST":
+            raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on "
+                           "the requested resource")
+        raw = self.raw_body
+        if self.content_type() == protobuf.MEDIA_TYPE:
+            raw = protobuf.to_json(raw)
+        Request(query, self.user)  # checks dryRun and fieldValidation
+        obj, dups = decoder.parse_json(raw or b"{}")
+        if not isinstance(obj, dict):
+            raise bad_request("the object provided is unrecognized (must be of type "
+                              "TokenReview): couldn't get version/kind; json parse error")
+        obj, warnings = decoder.decode(tokenreview.GROUP_VERSION + "/TokenReview", obj,
+                                       arg(query, "fieldValidation", "") or "Warn", dups)
+        with self.api.store.lock:
+            out = tokenreview.create(self.authn, obj)
+        return self.send_json(201, out, warnings)
 
     def token_request(self, ns, name, query):
         """POST serviceaccounts/NAME/token (tokens.py)."""

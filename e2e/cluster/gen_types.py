@@ -92,6 +92,7 @@ KINDS = {
     "apps/v1/Deployment": "V1Deployment",
     "apps/v1/ReplicaSet": "V1ReplicaSet",
     "authentication.k8s.io/v1/TokenRequest": "AuthenticationV1TokenRequest",
+    "authentication.k8s.io/v1/TokenReview": "V1TokenReview",
     "policy/v1/PodDisruptionBudget": "V1PodDisruptionBudget",
     "meta.k8s.io/v1/DeleteOptions": "V1DeleteOptions",
 }
@@ -235,6 +236,7 @@ GO_TYPE = {
     ("V1JSONSchemaProps", "dependencies"): "v1.JSONSchemaDependencies",
     ("V1JSONSchemaProps", "x-kubernetes-validations"): "v1.ValidationRules",
     ("V1ValidationRule", "reason"): "v1.FieldValueErrorReason",
+    ("V1UserInfo", "extra"): "map[string]v1.ExtraValue",
 }
 
 # Fields the models type as `any`, with the type the Go struct gives them.

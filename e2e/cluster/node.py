@@ -39,9 +39,10 @@ operator creates, with local processes instead of containers.
 - Volumes: emptyDir (a folder per pod), hostPath (with its type checks),
   persistentVolumeClaim (a folder per claim; claims are bound when
   created), configMap and secret (their keys as files), downwardAPI, and
-  projected (serviceAccountToken, configMap, secret, downwardAPI sources),
-  with the kubelet's file modes and owners and fsGroup's ownership
-  (node_volumes.py). A container sees only the volumes it mounts, at their
+  projected (serviceAccountToken, configMap, secret, downwardAPI sources;
+  a token for the source's audience, bound to the pod, and refreshed when
+  the kubelet's token manager would refresh it), with the kubelet's file
+  modes and owners and fsGroup's ownership (node_volumes.py). A container sees only the volumes it mounts, at their
   mountPath, read-only where mounted so. Other kinds fail to mount, with a
   FailedMount event, and the pod stays Pending.
 - Init containers run one after another, each to exit 0, before the

@@ -1,7 +1,8 @@
 """A pod the local test cluster's node runs, on a thread of its own: its
 volumes set up, its init containers run in order (sidecars among them
 started and kept running), its containers started, restarted with
-back-off and reaped, its status written, and its stop: SIGTERM, the
+back-off and reaped, its projected ServiceAccount tokens refreshed when
+due (node_volumes.py), its status written, and its stop: SIGTERM, the
 grace period, SIGKILL (see Init containers, Status and Deletion in
 node.py). The status it writes is the kubelet's: node_status.py.
 
@@ -16,7 +17,7 @@ from node_dns import prepare_pod
 from node_exec import ImageError, StartError, container_command, spawn
 from node_security import ConfigError
 from node_status import pod_status
-from node_volumes import MountError, mount_volumes
+from node_volumes import MountError, mount_volumes, refresh_tokens, token_refresh_in
 from store import now
 
 BACKOFF_FIRST, BACKOFF_MAX = 1.0, 10.0
@@ -106,6 +107,7 @@ class PodRun:
         self.thread = threading.Thread(target=self.run, daemon=True,
                                        name="pod-%s/%s" % (self.ns, self.name))
         self.mounts = {}  # volume name -> (host path, read-only), once mounted
+        self.tokens = {}  # host path -> node_volumes.ProjectedToken, once written
         self.hostname = spec.get("hostname") or self.name
         self.init_failed = False  # an init container failed under restartPolicy Never
         self.written = None       # the status last written, to write only changes
@@ -186,9 +188,10 @@ class PodRun:
         self.shut_down()
 
     def live(self):
-        """Starts, reaps and restarts the pod's containers until every
-        container has finished for good, an init container has failed
-        under restartPolicy Never, or a stop is asked."""
+        """Starts, reaps and restarts the pod's containers, and refreshes
+        its tokens, until every container has finished for good, an init
+        container has failed under restartPolicy Never, or a stop is
+        asked."""
         while not self.stop.is_set():
             changed = self.reap_exited()
             changed = self.start_due() or changed
@@ -197,7 +200,9 @@ class PodRun:
             if self.init_failed or (self.initialized() and
                                     all(c.finished for c in self.containers)):
                 return
-            self.sleep(self.next_start_in())
+            refresh_tokens(self.node, self)
+            waits = [w for w in (self.next_start_in(), token_refresh_in(self)) if w is not None]
+            self.sleep(min(waits) if waits else None)
 
     def initialized(self):
         """Every init container has exited 0, every sidecar has started."""

@@ -13,6 +13,16 @@ Modes and owners are the kubelet's:
 - A serviceAccountToken file gets defaultMode, but 0600 when the pod has
   an fsGroup or all its containers share one runAsUser, and is then owned
   by that user (projected.go collectData, FsUserFrom).
+- A serviceAccountToken file holds a token of the pod's ServiceAccount
+  bound to the pod, for the source's audience (the API server's when it
+  names none) and expirationSeconds, as the kubelet's token manager asks
+  the TokenRequest API for one (pkg/kubelet/token/token_manager.go). It is
+  rewritten with a fresh token once the one it holds is older than 80% of
+  its expirationSeconds or than 24 hours, less a jitter of up to 10 s
+  (requiresRefresh): the pod's thread asks refresh_tokens() when that is
+  due (node_pod.py). The new file replaces the old one by a rename, so a
+  reader never sees half a token; a failed refresh keeps the old token and
+  is tried again a minute later, as at the kubelet's next sync of the pod.
 - emptyDir folders are 0777 (pkg/volume/emptydir), as are claims' folders:
   kind's local-path provisioner makes them with `mkdir -m 0777`
   (rancher/local-path-provisioner's setup script) as hostPath volumes.
@@ -28,18 +38,24 @@ Standard library only.
 """
 import base64
 import os
+import random
 import re
 import stat
+import time
 
 from errors import ApiError
 from node_const import CONFIGMAPS, PODS, PVCS, SECRETS, SERVICEACCOUNTS
 from node_security import fs_group, fs_user
+from tokens import AUDIENCES
 
 MODE_DEFAULT = 0o644
 RW_MASK, RO_MASK, EXEC_MASK = 0o660, 0o440, 0o110  # volume_linux.go
 DIR_DISK, DIR_MEMORY = 0o777, 0o1777  # an emptyDir on disk; a fresh tmpfs
 # The kinds the kubelet always mounts read-only.
 READ_ONLY_KINDS = ("configMap", "secret", "downwardAPI", "projected")
+# token_manager.go: maxTTL, maxJitter; and how soon a failed refresh is
+# tried again (the kubelet's --sync-frequency, 1 minute).
+TOKEN_MAX_TTL, TOKEN_MAX_JITTER, TOKEN_RETRY = 24 * 3600, 10, 60
 
 
 class MountError(Exception):
@@ -173,7 +189,7 @@ def source_files(node, run, kind, ref):
     """The files a volume source holds: {relative path: (bytes, the
     item's mode or None)}."""
     if kind == "serviceAccountToken":
-        return {ref.get("path", "token"): (pod_token(node, run, ref).encode(), None)}
+        return {ref.get("path", "token"): (pod_token(node, run, ref)[0].encode(), None)}
     if kind == "downwardAPI":
         pod = node.store.get(PODS, run.ns, run.name)
         return {it.get("path", ""): (str(field_value(pod, (it.get("fieldRef") or {}).get(
@@ -200,19 +216,88 @@ def source_files(node, run, kind, ref):
     return out
 
 
-def pod_token(node, run, ref):
-    """A token of the pod's ServiceAccount bound to the pod, as the
-    kubelet asks the TokenRequest API for one (tokens.py): for the
-    source's audience (the API server's when none) and expirationSeconds."""
-    pod = node.store.get(PODS, run.ns, run.name)
-    sa_name = (pod.get("spec") or {}).get("serviceAccountName") or "default"
-    sa = node.store.find(SERVICEACCOUNTS, run.ns, sa_name)
-    if sa is None:
-        raise MountError('serviceaccount "%s" not found' % sa_name)
-    audiences = [ref["audience"]] if ref.get("audience") else None
-    token, _ = node.api.tokens.issue(sa, audiences, int(ref.get("expirationSeconds") or 3600),
-                                     dict(pod, kind="Pod"))
-    return token
+def pod_token(node, run, ref, now=None):
+    """(token, its expirationTimestamp in seconds since the epoch): a
+    token of the pod's ServiceAccount bound to the pod, as the kubelet asks
+    the TokenRequest API for one (tokens.py): for the source's audience
+    (the API server's when none) and expirationSeconds. MountError when
+    the pod or its ServiceAccount is gone."""
+    issuer = node.api.tokens
+    try:
+        pod = node.store.get(PODS, run.ns, run.name)
+        sa_name = (pod.get("spec") or {}).get("serviceAccountName") or "default"
+        sa = node.store.find(SERVICEACCOUNTS, run.ns, sa_name)
+        if sa is None:
+            raise MountError('serviceaccount "%s" not found' % sa_name)
+        # The pod this node runs, by uid: a pod recreated under its name
+        # is a 409 to the old one's kubelet.
+        bound = issuer.bound_object(run.ns, sa_name, {"apiVersion": "v1", "kind": "Pod",
+                                                      "name": run.name, "uid": run.uid})
+    except ApiError as e:
+        raise MountError(e.message) from e
+    audiences = [ref["audience"]] if ref.get("audience") else list(AUDIENCES)
+    return issuer.request(sa, audiences, int(ref.get("expirationSeconds") or 3600), bound, now)
+
+
+class ProjectedToken:
+    """A serviceAccountToken file written into a pod's volume: what is
+    needed to tell when it is due for a fresh token and to ask for one."""
+
+    def __init__(self, ref, expiration):
+        self.ref = ref
+        self.seconds = int(ref.get("expirationSeconds") or 3600)
+        self.expiration = expiration
+        # requiresRefresh draws its jitter at every look; one draw per token
+        # is the same refresh, a few seconds early at most.
+        self.jitter = int(random.random() * TOKEN_MAX_JITTER)
+        self.due = refresh_due(expiration, self.seconds, self.jitter)
+
+
+def refresh_due(expiration, seconds, jitter):
+    """The time after which token_manager.go's requiresRefresh says yes
+    to a token of expirationSeconds seconds that expires at expiration:
+    older than maxTTL, or within 20% of its TTL of its expiration, each
+    less the jitter."""
+    issued = expiration - seconds
+    return min(issued + TOKEN_MAX_TTL - jitter, expiration - (seconds * 20) // 100 - jitter)
+
+
+def refresh_tokens(node, run, now=None):
+    """Rewrites the pod's serviceAccountToken files whose tokens are due
+    for refresh (run.tokens: {host path: ProjectedToken})."""
+    t = time.time() if now is None else now
+    for target, held in list(run.tokens.items()):
+        if t <= held.due:
+            continue
+        try:
+            token, exp = pod_token(node, run, held.ref, t)
+            replace_file(target, token.encode())
+        except (MountError, OSError) as e:
+            node.log("pod %s/%s: token %s not refreshed: %s" % (run.ns, run.name, target, e))
+            held.due = t + TOKEN_RETRY
+            continue
+        run.tokens[target] = ProjectedToken(held.ref, exp)
+
+
+def token_refresh_in(run, now=None):
+    """Seconds until the first of the pod's tokens is due for refresh
+    (None: it has none)."""
+    if not run.tokens:
+        return None
+    t = time.time() if now is None else now
+    return max(0.0, min(h.due for h in run.tokens.values()) - t)
+
+
+def replace_file(target, content):
+    """target's content replaced by a rename, keeping its mode and owner."""
+    st = os.lstat(target)
+    tmp = os.path.join(os.path.dirname(target), ".%s.tmp" % os.path.basename(target))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(content)
+        os.fchown(f.fileno(), st.st_uid, st.st_gid)
+        os.fchmod(f.fileno(), stat.S_IMODE(st.st_mode))
+    os.rename(tmp, target)
 
 
 def write_items(node, run, name, volume, sources, dir_mode):
@@ -226,7 +311,14 @@ def write_items(node, run, name, volume, sources, dir_mode):
     default = MODE_DEFAULT if default is None else int(default)
     user, group = fs_user(run.pod), fs_group(run.pod)
     for kind, ref in sources:
-        for rel, (content, mode) in source_files(node, run, kind, ref).items():
+        files, held = {}, None
+        if kind == "serviceAccountToken":
+            token, exp = pod_token(node, run, ref)
+            files[ref.get("path", "token")] = (token.encode(), None)
+            held = ProjectedToken(ref, exp)
+        else:
+            files = source_files(node, run, kind, ref)
+        for rel, (content, mode) in files.items():
             target = os.path.normpath(os.path.join(path, rel))
             if not target.startswith(path + os.sep):
                 raise MountError('volume "%s": bad path %r' % (name, rel))
@@ -243,6 +335,8 @@ def write_items(node, run, name, volume, sources, dir_mode):
                 f.write(content)
                 os.fchown(f.fileno(), owner, 0)
                 os.fchmod(f.fileno(), mode & 0o7777)
+            if held is not None:
+                run.tokens[target] = held
     if group is not None:
         set_ownership(path, group, read_only=True)
     return path

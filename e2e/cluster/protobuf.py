@@ -80,6 +80,15 @@ MESSAGES = {
     "BoundObjectReference": {1: ("kind", "string"), 2: ("apiVersion", "string"),
                              3: ("name", "string"), 4: ("uid", "string")},
     "TokenRequestStatus": {1: ("token", "string"), 2: ("expirationTimestamp", "Time")},
+    # authentication.k8s.io/v1, which a delegating server's clientset sends.
+    # UserInfo's extra (4: map<string, ExtraValue>) is skipped: the server
+    # writes status.user, a client never needs to send it.
+    "TokenReview": {1: ("metadata", "ObjectMeta"), 2: ("spec", "TokenReviewSpec"),
+                    3: ("status", "TokenReviewStatus")},
+    "TokenReviewSpec": {1: ("token", "string"), 2: ("audiences", "[]string")},
+    "TokenReviewStatus": {1: ("authenticated", "bool"), 2: ("user", "UserInfo"),
+                          3: ("error", "string"), 4: ("audiences", "[]string")},
+    "UserInfo": {1: ("username", "string"), 2: ("uid", "string"), 3: ("groups", "[]string")},
     # authorization.k8s.io/v1, which `kubectl auth can-i` sends.
     "SelfSubjectAccessReview": {1: ("metadata", "ObjectMeta"),
                                 2: ("spec", "SelfSubjectAccessReviewSpec")},
@@ -94,6 +103,7 @@ MESSAGES = {
 # (apiVersion, kind) of a body -> its message.
 KINDS = {("v1", "Secret"): "Secret", ("v1", "ConfigMap"): "ConfigMap",
          ("authentication.k8s.io/v1", "TokenRequest"): "TokenRequest",
+         ("authentication.k8s.io/v1", "TokenReview"): "TokenReview",
          ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): "SelfSubjectAccessReview",
          ("v1", "DeleteOptions"): "DeleteOptions",
          ("meta.k8s.io/v1", "DeleteOptions"): "DeleteOptions"}

@@ -33,7 +33,10 @@ to a role whose rules the user holds, or with the "bind" verb on it.
 BOOTSTRAP is the part of the real server's bootstrap policy (its
 ClusterRoles and ClusterRoleBindings, made at start) that a client
 notices: cluster-admin, and discovery, basic-user and public-info-viewer
-for everyone (authenticated, or not for the public paths).
+for everyone (authenticated, or not for the public paths), and the
+unbound system:auth-delegator, which a server that delegates its
+authentication and authorization to the cluster (TokenReview,
+SubjectAccessReview) is bound to.
 
 Standard library only.
 """
@@ -214,6 +217,13 @@ BOOTSTRAP = [
          "verbs": ["create"]}])),
     (CLUSTER_ROLES, _cluster_role("system:public-info-viewer", [
         {"nonResourceURLs": PUBLIC_URLS, "verbs": ["get"]}])),
+    # "a role to use for allowing authentication and authorization
+    # delegation"; "These creates are non-mutating".
+    (CLUSTER_ROLES, _cluster_role("system:auth-delegator", [
+        {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"],
+         "verbs": ["create"]},
+        {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"],
+         "verbs": ["create"]}])),
     (CLUSTER_ROLE_BINDINGS, _binding("cluster-admin", "cluster-admin", [MASTERS])),
     (CLUSTER_ROLE_BINDINGS, _binding("system:discovery", "system:discovery",
                                      ["system:authenticated"])),

@@ -331,13 +331,17 @@ class TokenTest(unittest.TestCase):
         self.assertEqual(user.groups, ["system:serviceaccounts", "system:serviceaccounts:team",
                                        "system:authenticated"])
         self.assertEqual(exp, 1600)
+        # go-jose's one-minute leeway (claims.go Validate).
+        self.assertIsNotNone(self.issuer.authenticate(token, now=1660))
         with self.assertRaises(ApiError) as e:
-            self.issuer.authenticate(token, now=1601)
+            self.issuer.authenticate(token, now=1661)
         self.assertEqual(e.exception.code, 401)
 
     def test_a_token_of_another_key_or_audience_or_a_gone_account_is_refused(self):
         token, _ = self.issuer.issue(self.sa)
-        self.assertIsNone(tokens.Issuer(self.store, "other").authenticate(token))
+        # Our issuer's name with another signature: refused, not passed on.
+        with self.assertRaises(ApiError):
+            tokens.Issuer(self.store, "other").authenticate(token)
         self.assertIsNone(self.issuer.authenticate("not-a-jwt"))
         wrong_aud, _ = self.issuer.issue(self.sa, audiences=["vault"])
         with self.assertRaises(ApiError):

@@ -62,7 +62,8 @@ class CrdTest(unittest.TestCase):
         self.assertEqual((v["name"], v["served"], v["storage"]), ("v1", True, True))
         self.assertEqual(v["subresources"], {"status": {}})
         cols = [c["name"] for c in v["additionalPrinterColumns"]]
-        self.assertEqual(cols, ["Workers", "Phase", "Ready", "Restarts", "Age"])
+        self.assertEqual(cols, ["Workers", "Phase", "Ready", "Restarts", "Progress", "Epoch",
+                                "Loss", "ETA", "Samples/s", "Step", "Reported", "Age"])
 
     def test_the_crd_fits_a_plain_kubectl_apply(self):
         # kubectl apply keeps the whole object in an annotation, which the
