@@ -103,13 +103,16 @@ FROM runtime AS worker
 ARG DEBIAN_FRONTEND=noninteractive
 # NEEDED by mwj-worker: OpenBLAS (pthread build, as the builder's
 # libopenblas-dev picks; it brings libgfortran5), cJSON, zlib (gzip IDX
-# files), minizip (NumPy .npz and Keras .keras files), libcrypto. And the
-# data: Debian's Fashion-MNIST, the four IDX files.
+# files), minizip (NumPy .npz and Keras .keras files), libcrypto,
+# libmicrohttpd (--metrics-addr: /metrics), libcurl (the chief's training
+# reports to the operator, over HTTPS). And the data: Debian's
+# Fashion-MNIST, the four IDX files.
 # (The package's BLAS and LAPACK, 7.7 MB the worker never loads, stay: its
 # postinst registers them as alternatives and fails without them.)
 RUN apt-get update \
 	&& apt-get install -y --no-install-recommends \
-		libopenblas0-pthread libcjson1 zlib1g libminizip1 libssl3 dataset-fashion-mnist \
+		libopenblas0-pthread libcjson1 zlib1g libminizip1 libssl3 libmicrohttpd12 \
+		libcurl4 dataset-fashion-mnist \
 	&& rm -rf /var/lib/apt/lists/* /var/log/apt/* /var/log/dpkg.log
 COPY --from=builder /out/mwj-worker /usr/local/bin/mwj-worker
 # Already the built-in default; said here so that `inspect` shows where the
@@ -142,7 +145,8 @@ ARG CUDA_ARCHS="80 86 89 90"
 RUN apt-get update \
 	&& apt-get install -y --no-install-recommends \
 		gcc libc6-dev make pkg-config \
-		libopenblas-dev libcjson-dev zlib1g-dev libminizip-dev libssl-dev \
+		libopenblas-dev libcjson-dev zlib1g-dev libminizip-dev libssl-dev libmicrohttpd-dev \
+		libcurl4-openssl-dev \
 	&& rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Makefile ./
@@ -155,12 +159,15 @@ RUN make -j"$(nproc)" CUDA=1 CUDA_ARCHS="${CUDA_ARCHS}" build-cuda/bin/mwj-worke
 
 FROM ${CUDA_RUNTIME_IMAGE} AS worker-cuda
 ARG DEBIAN_FRONTEND=noninteractive
-# Ubuntu 24.04 calls libssl3 libssl3t64, and libminizip1 libminizip1t64.
+# Ubuntu 24.04 calls libssl3 libssl3t64, libminizip1 libminizip1t64,
+# libmicrohttpd12 libmicrohttpd12t64 and libcurl4 libcurl4t64.
 RUN apt-get update \
 	&& ssl=libssl3t64 && { apt-cache show libssl3t64 >/dev/null 2>&1 || ssl=libssl3; } \
 	&& mz=libminizip1t64 && { apt-cache show libminizip1t64 >/dev/null 2>&1 || mz=libminizip1; } \
+	&& mhd=libmicrohttpd12t64 && { apt-cache show libmicrohttpd12t64 >/dev/null 2>&1 || mhd=libmicrohttpd12; } \
+	&& curl=libcurl4t64 && { apt-cache show libcurl4t64 >/dev/null 2>&1 || curl=libcurl4; } \
 	&& apt-get install -y --no-install-recommends \
-		libopenblas0-pthread libcjson1 zlib1g "$mz" "$ssl" \
+		libopenblas0-pthread libcjson1 zlib1g "$mz" "$ssl" "$mhd" "$curl" \
 	&& rm -rf /var/lib/apt/lists/* /var/log/apt/* /var/log/dpkg.log \
 	&& groupadd --gid 65532 mwj \
 	&& useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \

@@ -48,12 +48,14 @@ CUDA_ARCHS ?= 80 86 89 90
 NVCC_FOUND := $(wildcard $(NVCC))
 
 CC ?= cc
-PKGS := openblas libcjson zlib libcrypto minizip
+# Both binaries serve /metrics through libmicrohttpd (common/http_listen.c)
+# and talk HTTPS through libcurl: the operator to the API server, the
+# chief to the operator (its training reports).
+PKGS := openblas libcjson zlib libcrypto minizip libmicrohttpd libcurl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS := $(shell pkg-config --libs $(PKGS))
-# The operator also talks HTTPS (libcurl), reads kubeconfigs (libyaml) and
-# serves its metrics and health checks (libmicrohttpd).
-OPERATOR_PKGS := libcurl yaml-0.1 libmicrohttpd
+# The operator also reads kubeconfigs (libyaml).
+OPERATOR_PKGS := yaml-0.1
 OPERATOR_PKG_CFLAGS := $(shell pkg-config --cflags $(OPERATOR_PKGS) 2>/dev/null)
 OPERATOR_PKG_LIBS := $(shell pkg-config --libs $(OPERATOR_PKGS) 2>/dev/null)
 
@@ -70,12 +72,12 @@ BIN := $(BUILD)/bin
 
 # mwj-worker's sources sit in rooms that follow the data flow, each
 # depending only on the ones before it: base/ (threads, SIMD, random
-# numbers, memory, the BLAS), optim/, nn/ (layers, losses, the model and
+# numbers, memory, the BLAS, the metrics every room counts into), optim/, nn/ (layers, losses, the model and
 # the Keras files that describe it), data/ (IDX and the sharded stream), comm/ (sockets, handshake,
 # rendezvous, ring, communicators, the gradient reducer), state/ (backups,
 # the model file, the state sync), backend/ (where a step runs; the CUDA
 # build's own in cuda/) and app/ (the trainer, evaluate, progress, the
-# command line). Every room is on the include path, so a file includes
+# command line, /metrics). Every room is on the include path, so a file includes
 # "model.h" wherever it sits.
 WORKER_ROOMS := base optim nn data comm state backend app
 WORKER_INC := $(addprefix -Iworker/src/,$(WORKER_ROOMS)) -Iworker/src

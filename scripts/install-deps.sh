@@ -24,9 +24,9 @@ packages=(
 	zlib1g-dev       # gzip IDX data
 	libminizip-dev   # NumPy .npz and Keras .keras files (zip), members memory-mapped where stored
 	libssl-dev       # SHA-256 of weights, the ring's HMAC (libcrypto)
-	libcurl4-openssl-dev # mwj-operator: HTTPS (and HTTP/2) to the Kubernetes API
+	libcurl4-openssl-dev # HTTPS: the operator to the Kubernetes API (HTTP/2), the chief to the operator
 	libyaml-dev      # mwj-operator: kubeconfig files
-	libmicrohttpd-dev # mwj-operator: /metrics, /healthz and /readyz
+	libmicrohttpd-dev # both: /metrics; mwj-operator also /healthz and /readyz
 	libcmocka-dev    # C unit tests
 	dataset-fashion-mnist # real IDX data for the demo, tests and benchmarks
 	clang-format clang-tidy # make lint

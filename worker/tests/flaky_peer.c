@@ -67,7 +67,7 @@ static int sync_then_drop(struct flaky_peer *p, int next, int prev)
 	net_tune(next, SYNC_MS);
 	net_tune(prev, SYNC_MS);
 	ring_init(&ring, p->tc.world, p->tc.rank, next, prev, "next", "previous", SYNC_MS);
-	struct comm c = {&SYNC_OPS, p->tc.world, p->tc.rank, &ring};
+	struct comm c = {&SYNC_OPS, p->tc.world, p->tc.rank, &ring, NULL};
 	if (m != NULL) {
 		m->nparams = p->nparams;
 		m->params = calloc(p->nparams, sizeof(float));

@@ -16,12 +16,15 @@
 
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -196,6 +199,7 @@ static void test_train_help_lists_every_flag_with_its_default(void **state)
 	    "--initial-accumulator-value",
 	    "--data",
 	    "--rescale",
+	    "--metrics-addr",
 	};
 
 	RUN(fx, QUICK_SECONDS, "train", "--help");
@@ -343,6 +347,9 @@ static void test_bad_flag_values_are_refused_naming_flag_and_value(void **state)
 	    {"train", "--save-freq", "0", "not 'epoch' or a number of steps", NULL, {NULL}},
 	    {"train", "--save-freq", "epochs", "not 'epoch' or a number of steps", NULL, {NULL}},
 	    {"train", "--backup-dir", "", "empty path", NULL, {NULL}},
+	    {"train", "--metrics-addr", "8080", "expected host:port, :port or 0", NULL, {NULL}},
+	    {"train", "--metrics-addr", ":65536", "the port must be a number", NULL, {NULL}},
+	    {"train", "--metrics-addr", "::1:80", "as [address]:port", NULL, {NULL}},
 	    {"train",
 	     "--momentum",
 	     "0.9",
@@ -392,6 +399,31 @@ static void test_bad_environment_is_refused_naming_the_variable(void **state)
 	assert_usage_error(fx, "MWJ_LOG_FORMAT", "'xml'");
 	RUN_ENV(fx, "MWJ_LOG_LEVEL=loud", QUICK_SECONDS, "evaluate", "--model-dir", fx->dir);
 	assert_usage_error(fx, "MWJ_LOG_LEVEL", "'loud'");
+	RUN_ENV(fx, "MWJ_METRICS_ADDR=metrics", QUICK_SECONDS, "train", "--epochs", "1");
+	assert_usage_error(fx, "MWJ_METRICS_ADDR", "'metrics'");
+}
+
+/* A --metrics-addr that cannot be listened on stops the worker at start
+ * (exit 1, before any data is read), naming the flag and the address. */
+static void test_a_metrics_address_in_use_exits_1_naming_it(void **state)
+{
+	struct fixture *fx = *state;
+	char addr[32], want[96];
+	int port;
+
+	testutil_free_ports(&port, 1);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(fd, 1), 0);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	RUN(fx, QUICK_SECONDS, "train", "--steps-per-epoch", "1", "--metrics-addr", addr);
+	close(fd);
+	snprintf(want, sizeof(want), "--metrics-addr: '%s': cannot listen", addr);
+	assert_usage_error(fx, want, "in use, or not permitted");
+	assert_null(strstr(fx->err, "loaded "));
 }
 
 /* A job key file that cannot be the key stops the worker at start, naming
@@ -826,6 +858,7 @@ int main(void)
 	    TEST(test_a_stray_argument_is_named),
 	    TEST(test_bad_flag_values_are_refused_naming_flag_and_value),
 	    TEST(test_bad_environment_is_refused_naming_the_variable),
+	    TEST(test_a_metrics_address_in_use_exits_1_naming_it),
 	    TEST(test_a_bad_job_key_file_exits_1_naming_it),
 	    TEST(test_an_output_folder_that_cannot_be_written_exits_1_before_training),
 	    TEST(test_a_cluster_file_that_disagrees_with_tf_config_exits_1_naming_both),

@@ -3,7 +3,8 @@
  * and the same model as one worker with the global batch; exit 75 when a
  * peer is lost or never comes, or keeps dropping out of the state sync;
  * exit 1, saying why, when a peer's configuration or TF_CONFIG itself is
- * wrong.
+ * wrong; every worker logging at info where it stands, and serving its
+ * /metrics.
  *
  * Each test picks free ports and starts its workers with their own
  * TF_CONFIG (testutil_spawn: stdout and stderr in files in the test's
@@ -36,6 +37,7 @@
 #include "model.h"
 #include "model_file.h"
 #include "optimizer.h"
+#include "prom_scrape.h"
 #include "testutil.h"
 
 #define MAX_WORKERS   3
@@ -503,6 +505,95 @@ static int count_of(const char *s, const char *part)
 	return n;
 }
 
+/* Waits until worker slot i has written part on stream ("out" or "err"),
+ * failing the test, with what it wrote, if it exits first or the deadline
+ * passes. */
+static void wait_for(struct fixture *fx, int i, const char *stream, const char *part,
+                     double deadline)
+{
+	for (;;) {
+		char *text = output(fx, i, stream);
+		int there = strstr(text, part) != NULL;
+		free(text);
+		if (there)
+			return;
+		int status = testutil_wait(fx->w[i].pid, 0);
+		if (status >= 0) {
+			collect(fx, i, status);
+			fail_msg("worker %d exited %d before writing '%s'\nstderr:\n%s", i, status,
+			         part, fx->w[i].err);
+		}
+		if (testutil_now() > deadline) {
+			char *err = output(fx, i, "err");
+			print_error("worker %d stderr:\n%s", i, err);
+			free(err);
+			fail_msg("worker %d wrote no '%s' in time", i, part);
+		}
+		nanosleep(&(struct timespec){0, 20L * 1000 * 1000}, NULL);
+	}
+}
+
+/* Every worker logs at info, not only the chief, unless told otherwise:
+ * worker 1 of 2, given no --log-level, says who it is and where, that the
+ * ring formed, and, when the chief is killed and comes back, the loss,
+ * the ring formed again, the resynchronization and the first step after
+ * it. Its /metrics counts the same: the rendezvous twice, one
+ * resynchronization, the gradients it all-reduced. */
+static void test_every_worker_logs_its_start_the_ring_and_each_resync(void **state)
+{
+	struct fixture *fx = *state;
+	char env[2][512], want[256], line[256];
+	const char *args[] = {
+	    "--steps-per-epoch",    "100000", "--batch-size",   "16",          "--log-every", "1",
+	    "--rendezvous-timeout", "60",     "--metrics-addr", "127.0.0.1:0", NULL};
+	double deadline = testutil_now() + TRAIN_SECONDS;
+
+	pick_ports(fx, 2);
+	for (int i = 0; i < 2; i++) {
+		tf_config_env(env[i], sizeof(env[i]), fx, 0, 2, "worker", i);
+		start(fx, i, ENV(env[i]), args);
+	}
+	wait_for(fx, 0, "out", " 3/100000 [", deadline);
+	testutil_kill(fx->w[0].pid);
+	start(fx, 0, ENV(env[0]), args); /* the operator's replacement, at once */
+	wait_for(fx, 1, "err", "first step after resynchronizing done", deadline);
+
+	char *err = output(fx, 1, "err"), *out = output(fx, 1, "out");
+	snprintf(want, sizeof(want),
+	         "info  rendezvous: rank 1 of 2, 127.0.0.1:%d, listening on port %d", fx->ports[1],
+	         fx->ports[1]);
+	testutil_assert_contains(err, want);
+	testutil_assert_contains(err, "info  training as rank 1 of 2 on cpu over the ring");
+	if (count_of(err, "info  rendezvous: ring of 2 formed in ") < 2)
+		fail_msg("the ring formed fewer than twice:\n%s", err);
+	snprintf(want, sizeof(want), "warn  lost peer rank 0 ('127.0.0.1:%d')", fx->ports[0]);
+	testutil_assert_contains(err, want);
+	testutil_assert_contains(err, "; waiting up to 60 s for the ring to form again");
+	testutil_assert_matches(err, "warn  resynchronized in [0-9.]+ s: going on from step [0-9]+ "
+	                             "\\(epoch 1, step [0-9]+\\), the state of rank 1");
+	testutil_assert_matches(err, "info  first step after resynchronizing done, [0-9.]+ s "
+	                             "after the loss");
+	assert_string_equal(out, ""); /* progress is the chief's */
+
+	/* The same worker's /metrics. */
+	snprintf(line, sizeof(line), "%s/w1.err", fx->dir);
+	int port = prom_scrape_port(fx->w[1].pid, line, deadline), status;
+	char *page = prom_scrape_get(port, "/metrics", &status, NULL, 0);
+	assert_int_equal(status, 200);
+	prom_scrape_check(page);
+	assert_true(prom_scrape_value(page, "mwj_worker_info{rank=\"1\",world=\"2\",job=\"\","
+	                                    "backend=\"cpu\",communicator=\"ring\"}") == 1);
+	assert_true(prom_scrape_value(page, "mwj_worker_resyncs_total") >= 1);
+	assert_true(prom_scrape_value(page, "mwj_worker_resync_duration_seconds_count") >= 1);
+	assert_true(prom_scrape_value(page, "mwj_worker_rendezvous_duration_seconds_count") >= 2);
+	assert_true(prom_scrape_value(page, "mwj_worker_allreduce_bytes_total") > 0);
+	assert_true(prom_scrape_value(page, "mwj_worker_steps_total") >= 3);
+	assert_false(prom_scrape_has(page, "mwj_worker_backup_duration_seconds"));
+	free(page);
+	free(err);
+	free(out);
+}
+
 /* Starts worker 1 of 2 as a flaky peer (flaky_peer.h) in mode of a worker
  * run with FLAKY_ARGS, picking the ports, and worker 0 with those flags
  * and then args (NULL-ended), in env. */
@@ -852,6 +943,7 @@ int main(void)
 	    TEST(test_two_workers_train_the_model_one_worker_trains_with_their_global_batch),
 	    TEST(test_a_killed_worker_never_replaced_makes_the_others_exit_75_naming_it),
 	    TEST(test_a_hung_worker_makes_the_others_give_up_after_the_collective_timeout),
+	    TEST(test_every_worker_logs_its_start_the_ring_and_each_resync),
 	    TEST(test_a_peer_dropping_out_of_every_state_sync_makes_the_survivor_exit_75),
 	    TEST(test_sigterm_between_meetings_with_a_flaky_peer_exits_143_at_once),
 	    TEST(test_a_peer_dropping_in_every_first_step_makes_the_survivor_exit_75),

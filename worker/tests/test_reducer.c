@@ -127,7 +127,7 @@ static void check_every_gradient_reduced_or_applied_once(const char *name, int w
 	static float x[B * SIDE * SIDE];
 	static uint8_t y[B];
 	char err[ERR_LEN];
-	struct comm c = {&FAKE_OPS, world, 0, NULL};
+	struct comm c = {&FAKE_OPS, world, 0, NULL, NULL};
 	double small[3] = {1, 2, 3};
 
 	if (world == 1)

@@ -1,8 +1,8 @@
 /* http_endpoints.h - the operator's own HTTP endpoints, served by
- * libmicrohttpd (one internal epoll thread per listener, woken only by
- * connections: an idle operator spends no CPU here; thousands of idle or
- * bursting clients leave the probes answered, within the limits that
- * http_endpoints.c sets and explains):
+ * libmicrohttpd through http_listen.h (one internal epoll thread per
+ * listener, woken only by connections: an idle operator spends no CPU
+ * here; thousands of idle or bursting clients leave the probes answered,
+ * within the limits that http_listen.c sets and explains):
  *
  *   --metrics-addr  GET /metrics  the Prometheus text (operator_metrics.h)
  *   --health-addr   GET /healthz  200 while the process' loops turn: every
@@ -19,22 +19,21 @@
 #ifndef MWJ_HTTP_ENDPOINTS_H
 #define MWJ_HTTP_ENDPOINTS_H
 
+#include "http_listen.h"
 #include "operator_metrics.h"
 
-struct MHD_Daemon;
-
 /* What one listener serves (SERVE_* bits in http_endpoints.c). */
-struct http_listener {
+struct http_route {
 	const struct operator_metrics *m;
 	int serves;
 };
 
 struct http_endpoints {
-	const struct operator_metrics *metrics;  /* what the endpoints read */
-	struct http_listener listeners[2];       /* metrics (and health when shared), health */
-	struct MHD_Daemon *metrics_d, *health_d; /* health_d NULL when shared or off */
-	int metrics_port, health_port;           /* bound ports; 0 when off */
-	unsigned int connection_limit;           /* each listener's (http_endpoints.c) */
+	const struct operator_metrics *metrics;   /* what the endpoints read */
+	struct http_route routes[2];              /* metrics (and health when shared), health */
+	struct http_listener metrics_l, health_l; /* health_l unstarted when shared or off */
+	int metrics_port, health_port;            /* bound ports; 0 when off */
+	unsigned int connection_limit;            /* each listener's (http_listen.h) */
 };
 
 /* Starts the listeners. Returns 0, or -1 with a message naming the

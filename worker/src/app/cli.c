@@ -9,6 +9,7 @@
 #include "device.h"
 #include "err.h"
 #include "flags.h"
+#include "http_listen.h"
 #include "model.h"
 #include "parse.h"
 #include "version.h"
@@ -51,6 +52,7 @@ enum flag_id {
 	F_RHO,
 	F_CENTERED,
 	F_ACCUMULATOR,
+	F_METRICS_ADDR,
 	F_HELP,
 };
 
@@ -128,6 +130,9 @@ static const struct flag TRAIN_FLAGS[] = {
     {"gpus", F_GPUS, "N",
      "GPUs this worker trains on, one replica each, sharing its batch (default: every "
      "visible GPU)"},
+    {"metrics-addr", F_METRICS_ADDR, "ADDR",
+     "serve Prometheus metrics at GET /metrics there: host:port, :port or [v6]:port (port 0: "
+     "a free one, logged); 0 or empty for off (default: $MWJ_METRICS_ADDR, or off)"},
     {"help", F_HELP, NULL, "print this help and exit"},
 };
 
@@ -243,6 +248,19 @@ static void defaults(struct cli *c)
 	c->log_level = LOG_INFO;
 	c->log_format = LOG_TEXT;
 	memset(&c->cluster, 0, sizeof(c->cluster));
+	c->metrics_addr[0] = '\0';
+}
+
+/* --metrics-addr and MWJ_METRICS_ADDR: "0" and "" are off, stored as "". */
+static int set_metrics_addr(struct cli *c, const char *addr, char *err)
+{
+	if (strlen(addr) >= sizeof(c->metrics_addr))
+		return err_set(err, "longer than %zu characters", sizeof(c->metrics_addr) - 1);
+	if (addr[0] && http_listen_check_addr(addr, err) < 0)
+		return -1;
+	snprintf(c->metrics_addr, sizeof(c->metrics_addr), "%s",
+	         strcmp(addr, "0") == 0 ? "" : addr);
+	return 0;
 }
 
 static int apply_env(struct cli *c, char *err)
@@ -265,6 +283,9 @@ static int apply_env(struct cli *c, char *err)
 	env = getenv("MWJ_JOB_SECRET_FILE");
 	if (env && env[0] && set_path(c->train.job_secret_file, env, err) < 0)
 		return err_prefix(err, "MWJ_JOB_SECRET_FILE");
+	env = getenv("MWJ_METRICS_ADDR");
+	if (c->cmd == CLI_TRAIN && env && set_metrics_addr(c, env, err) < 0)
+		return err_prefix(err, "MWJ_METRICS_ADDR");
 	return 0;
 }
 
@@ -415,6 +436,8 @@ static int apply_flag(void *ctx, int flag, const char *arg, char *err)
 		return 0;
 	case F_GPUS:
 		return parse_int(arg, 1, 64, &t->gpus, err);
+	case F_METRICS_ADDR:
+		return set_metrics_addr(c, arg, err);
 	case F_HELP:
 		break;
 	}
@@ -563,6 +586,8 @@ void cli_log_config(const struct cli *c)
 	else
 		log_info("config: device=%s collective=%s gpus=all", device_name(t->device),
 		         collective_name(t->collective));
+	if (c->metrics_addr[0])
+		log_info("config: metrics_addr='%s'", c->metrics_addr);
 	if (c->cluster.world > 1)
 		log_info("config: world=%d rank=%d task=%s:%d job='%s' rendezvous_timeout=%ds "
 		         "collective_timeout=%ds job_secret_file='%s'",

@@ -2,7 +2,7 @@
  *
  * Precedence: defaults, then the environment (MWJ_DATA_DIR, MWJ_MODEL_DIR,
  * MWJ_LOG_FORMAT, MWJ_LOG_LEVEL, MWJ_JOB_NAME, MWJ_BACKUP_DIR,
- * MWJ_JOB_SECRET_FILE), then flags; one validation pass at the end. train
+ * MWJ_JOB_SECRET_FILE, MWJ_METRICS_ADDR), then flags; one validation pass at the end. train
  * also reads the cluster from TF_CONFIG or MWJ_TF_CONFIG_FILE (with
  * MWJ_WORKER_INDEX; tf_config_from_env) and the job's ring key from its
  * file.
@@ -19,6 +19,7 @@
 #include "trainer.h"
 
 #define CLI_DEFAULT_DATA_DIR "/usr/share/datasets/fashion-mnist"
+#define CLI_ADDR_LEN         300 /* --metrics-addr, NUL included */
 
 enum cli_command { CLI_TRAIN, CLI_EVALUATE };
 
@@ -38,10 +39,11 @@ struct cli {
 	struct eval_config eval;
 	enum log_level log_level;
 	enum log_format log_format;
-	struct tf_config cluster;     /* train: from TF_CONFIG; world 1 without it */
-	struct job_key key;           /* train: from --job-secret-file; empty without it */
-	struct compile_flags compile; /* train: the flags that override the file's */
-	struct keras_model *km;       /* train: --model's plan, owned */
+	struct tf_config cluster;        /* train: from TF_CONFIG; world 1 without it */
+	struct job_key key;              /* train: from --job-secret-file; empty without it */
+	struct compile_flags compile;    /* train: the flags that override the file's */
+	struct keras_model *km;          /* train: --model's plan, owned */
+	char metrics_addr[CLI_ADDR_LEN]; /* train: where /metrics is served; "" when off */
 };
 
 /* Parses argv into c. Returns 0 when there is a command to run; 1 when help

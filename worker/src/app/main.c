@@ -1,4 +1,5 @@
-/* main.c - mwj-worker: parse the command line, set up logging, run. */
+/* main.c - mwj-worker: parse the command line, set up logging, serve
+ * /metrics when asked, run. */
 #include <stdio.h>
 
 #include "blas_cpu.h"
@@ -6,12 +7,45 @@
 #include "err.h"
 #include "evaluate.h"
 #include "log.h"
+#include "metrics_endpoint.h"
 #include "preempt.h"
+#include "status_report.h"
 #include "trainer.h"
+#include "worker_metrics.h"
 
 /* The exit status for a failure that a restart can fix (sysexits' EX_TEMPFAIL):
  * the operator restarts the worker. */
 #define EXIT_RETRYABLE 75
+
+/* train, counting into metrics, serving them on --metrics-addr, and
+ * (the chief, when the operator says where) reporting them. */
+static int train(struct cli *c, char *err)
+{
+	static struct worker_metrics metrics;
+	static struct metrics_endpoint endpoint;
+	struct status_report *report = NULL;
+	int rc;
+
+	worker_metrics_init(&metrics);
+	c->train.worker_metrics = &metrics;
+	if (c->metrics_addr[0] &&
+	    metrics_endpoint_start(&endpoint, &metrics, c->metrics_addr, err) < 0) {
+		err_prefix(err, "--metrics-addr");
+		worker_metrics_release(&metrics);
+		return -1;
+	}
+	if (c->cluster.rank == 0)
+		report = status_report_start(&metrics);
+	c->train.status_report = report;
+	preempt_install();
+	rc = trainer_fit(&c->train, stdout, NULL, err);
+	/* The last report says where training ended: done, preempted or
+	 * failed, before the process goes. */
+	status_report_stop(report, 1);
+	metrics_endpoint_stop(&endpoint);
+	worker_metrics_release(&metrics);
+	return rc;
+}
 
 int main(int argc, char **argv)
 {
@@ -33,8 +67,7 @@ int main(int argc, char **argv)
 	cli_log_config(&c);
 	blas_cpu_log();
 	if (c.cmd == CLI_TRAIN) {
-		preempt_install();
-		rc = trainer_fit(&c.train, stdout, NULL, err);
+		rc = train(&c, err);
 	} else {
 		rc = evaluate_run(&c.eval, stdout, err);
 	}

@@ -23,6 +23,10 @@
 #include "preempt.h"
 #include "progress.h"
 #include "state_sync.h"
+#include "status_report.h"
+#include "worker_metrics.h"
+
+_Static_assert(WORKER_METRICS_MAX >= METRICS_MAX, "worker_metrics keeps every compiled metric");
 
 long trainer_eval_steps(const struct dataset *ds, long global_batch, long steps)
 {
@@ -282,6 +286,67 @@ static int resolve_device(struct run *r, const struct train_config *cfg, char *e
 	return 0;
 }
 
+/* Who this worker is, for the metrics, once the device is settled (the
+ * communicator as run_connect will make it). */
+static void count_info(const struct run *r, const struct train_config *cfg)
+{
+	const struct tf_config *tc = cfg->cluster;
+	struct worker_metrics_info info = {0};
+
+	info.world = tc && tc->world > 1 ? tc->world : 1;
+	info.rank = info.world > 1 ? tc->rank : 0;
+	snprintf(info.job, sizeof(info.job), "%s", cfg->job_name);
+	info.backend = device_name(r->device);
+	info.communicator = r->collective == COLLECTIVE_NCCL ? "nccl"
+	                    : info.world > 1                 ? "ring"
+	                                                     : "local";
+	info.gpus = r->device == DEVICE_CUDA ? r->replicas : 0;
+	info.writes_backups = info.rank == 0 && cfg->backup_dir[0] != '\0';
+	worker_metrics_set_info(cfg->worker_metrics, &info);
+}
+
+/* What the run will do, for the metrics, once its steps are known. */
+static void count_plan(const struct run *r, const struct train_config *cfg)
+{
+	struct worker_metrics_plan plan = {
+	    cfg->epochs, r->steps, cfg->learning_rate, r->loss.nmetrics, {NULL}};
+
+	for (int i = 0; i < r->loss.nmetrics; i++)
+		plan.names[i] = r->loss.names[i];
+	worker_metrics_set_plan(cfg->worker_metrics, &plan);
+}
+
+/* Training stands at r->pos, for the metrics. */
+static void count_position(const struct run *r, const struct train_config *cfg)
+{
+	int epoch = r->pos.epoch < cfg->epochs ? r->pos.epoch + 1 : cfg->epochs;
+
+	worker_metrics_position(cfg->worker_metrics, epoch, r->pos.step, r->pos.global_step);
+}
+
+/* The step begun at t0 (worker_metrics_now_us) is done, for the metrics. */
+static void count_step(const struct run *r, const struct train_config *cfg, long long t0)
+{
+	struct worker_metrics_step s = {0};
+	long long now;
+
+	if (!cfg->worker_metrics)
+		return;
+	now = worker_metrics_now_us();
+	s = (struct worker_metrics_step){
+	    .us = now - t0,
+	    .examples = cfg->batch_size,
+	    .global_examples = (long)cfg->batch_size * r->comm.world,
+	    .epoch = r->pos.epoch + 1,
+	    .step = r->pos.step,
+	    .global_step = r->pos.global_step,
+	    .loss = metrics_loss(&r->pos.sums),
+	};
+	for (int i = 0; i < r->loss.nmetrics; i++)
+		s.metrics[i] = metrics_mean(&r->pos.sums, i);
+	worker_metrics_step(cfg->worker_metrics, &s, now);
+}
+
 /* The backend for the group as formed now, holding the current state. */
 static int make_backend(struct run *r, const struct train_config *cfg, char *err)
 {
@@ -327,7 +392,7 @@ static uint32_t hello_collective(const struct run *r)
 }
 
 /* Joins the other workers, if any. */
-static int run_connect(struct run *r, const struct train_config *cfg, char *err)
+static int join_group(struct run *r, const struct train_config *cfg, char *err)
 {
 	const struct tf_config *tc = cfg->cluster;
 
@@ -347,6 +412,20 @@ static int run_connect(struct run *r, const struct train_config *cfg, char *err)
 	if (rc < 0)
 		return join_failed(rc);
 	return r->collective == COLLECTIVE_NCCL ? connect_nccl(r, cfg, err) : 0;
+}
+
+/* join_group, counting the rendezvous' time and, from then on, the
+ * communicator's all-reduces. */
+static int run_connect(struct run *r, const struct train_config *cfg, char *err)
+{
+	long long t0 = worker_metrics_now_us();
+	int rc = join_group(r, cfg, err);
+
+	if (rc < 0)
+		return rc;
+	r->comm.metrics = cfg->worker_metrics;
+	worker_metrics_rendezvous(cfg->worker_metrics, worker_metrics_now_us() - t0);
+	return 0;
 }
 
 /* Every worker takes the state of the most advanced one (state_sync.h). */
@@ -374,6 +453,7 @@ static void adopt_position(struct run *r, const struct train_config *cfg)
 	if (p->step > r->steps)
 		p->step = r->steps;
 	r->adopted = 1;
+	count_position(r, cfg);
 }
 
 /* One step: this worker's share of the next global batch, forward, loss,
@@ -497,9 +577,11 @@ static int run_epoch(struct run *r, const struct train_config *cfg, struct progr
 	progress_epoch_begin(p, r->pos.epoch + 1, cfg->epochs, r->steps, r->pos.step);
 	double t0 = progress_now();
 	while (r->pos.step < r->steps) {
+		long long begun = cfg->worker_metrics ? worker_metrics_now_us() : 0;
 		rc = train_step(r, cfg->batch_size, &notices, err);
 		if (rc < 0)
 			return rc;
+		count_step(r, cfg, begun);
 		progress_step(p, r->pos.step, (long)r->pos.global_step, &r->pos.sums);
 		r->recovery_deadline = 0;
 		if (r->lost_at > 0) {
@@ -514,18 +596,25 @@ static int run_epoch(struct run *r, const struct train_config *cfg, struct progr
 	}
 	double seconds = progress_now() - t0;
 	if (cfg->validation_steps != 0) {
+		double means[METRICS_MAX];
 		rc = validate(r, cfg, &val, err);
 		if (rc < 0)
 			return rc;
+		for (int i = 0; i < r->loss.nmetrics; i++)
+			means[i] = metrics_mean(&val, i);
+		worker_metrics_validation(cfg->worker_metrics, metrics_loss(&val), means);
 	}
 	progress_epoch_end(p, (long)r->pos.global_step, &r->pos.sums,
 	                   cfg->validation_steps != 0 ? &val : NULL);
+	status_report_kick(cfg->status_report);
 	if (result)
 		*result =
 		    (struct train_result){r->pos.sums, val, (long)r->pos.global_step, seconds};
 	r->pos.epoch++;
 	r->pos.step = 0;
 	r->pos.sums = (struct metrics){0};
+	if (r->pos.epoch < cfg->epochs)
+		count_position(r, cfg);
 	if (cfg->save_freq == SAVE_FREQ_EPOCH)
 		take_backup(r, cfg);
 	return 0;
@@ -620,7 +709,11 @@ static int wait_to_meet(struct run *r, const struct train_config *cfg, char *err
 static int meet_again(struct run *r, const struct train_config *cfg, int *from, char *err)
 {
 	for (;;) {
+		long long t0 = worker_metrics_now_us();
 		int rc = comm_rejoin(&r->comm, (int)ms_left(r->recovery_deadline), err);
+		if (rc == 0)
+			worker_metrics_rendezvous(cfg->worker_metrics,
+			                          worker_metrics_now_us() - t0);
 		/* -1 is a time-out, or a system error before one. */
 		if (rc == -1 && ms_left(r->recovery_deadline) == 0)
 			return recovery_spent(r, cfg, err);
@@ -680,6 +773,7 @@ static int resync(struct run *r, const struct train_config *cfg, char *err)
 	if (make_backend(r, cfg, err) < 0)
 		return -1;
 	r->lost_at = t0;
+	worker_metrics_resync(cfg->worker_metrics, (long long)((progress_now() - t0) * 1e6));
 	log_warn("resynchronized in %.2f s: going on from step %llu (epoch %d, step %ld), the "
 	         "state of rank %d",
 	         progress_now() - t0, (unsigned long long)r->pos.global_step, r->pos.epoch + 1,
@@ -753,21 +847,28 @@ int trainer_fit(const struct train_config *cfg, FILE *out, struct train_result *
 	if (parallel_init(cfg->threads, err) < 0)
 		goto out;
 	if (check_outputs(cfg, err) < 0 || resolve_device(&r, cfg, err) < 0 ||
-	    run_setup(&r, cfg, err) < 0 || restore(&r, cfg, err) < 0)
+	    run_setup(&r, cfg, err) < 0)
 		goto out;
+	count_info(&r, cfg);
+	if (restore(&r, cfg, err) < 0)
+		goto out;
+	count_position(&r, cfg);
 	rc = run_connect(&r, cfg, err);
 	if (rc < 0)
 		goto out;
 	int chief = r.comm.rank == 0;
 	if (chief && !cfg->model_dir[0])
 		log_warn("no --model-dir (or MWJ_MODEL_DIR): the trained model will not be saved");
-	if (chief && cfg->backup_dir[0])
+	if (chief && cfg->backup_dir[0]) {
 		r.backup =
 		    backup_new(cfg->backup_dir, r.model->nparams, r.model->nstate, r.opt.nslots);
+		backup_set_metrics(r.backup, cfg->worker_metrics);
+	}
 	long global_batch = (long)cfg->batch_size * r.comm.world;
 	/* One pass by default: the global batches evaluation would take over the set. */
 	r.steps = cfg->steps_per_epoch ? cfg->steps_per_epoch
 	                               : trainer_eval_steps(&r.train, global_batch, VALIDATION_ALL);
+	count_plan(&r, cfg);
 	progress_init(&p, out, cfg->json, cfg->log_every, global_batch, &r.loss);
 	if (!chief)
 		p.mode = PROGRESS_QUIET;

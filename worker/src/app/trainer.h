@@ -15,6 +15,7 @@
 #include "model.h"
 #include "optimizer.h"
 #include "tf_config.h"
+#include "worker_metrics.h"
 
 #define TRAIN_PATH_LEN 4096
 #define VALIDATION_ALL (-1L)
@@ -27,6 +28,8 @@
 #define TRAIN_JOB_NAME_LEN 256
 /* --save-freq epoch: a backup at the end of every epoch. */
 #define SAVE_FREQ_EPOCH 0
+
+struct status_report;
 
 struct train_config {
 	/* The model: --model's name or path, and the plan read from it
@@ -74,6 +77,12 @@ struct train_config {
 	enum device_kind device;
 	enum collective_kind collective;
 	int gpus;
+	/* Where the run counts what it does (worker_metrics.h): steps,
+	 * rendezvous, resynchronizations, all-reduces, backups. NULL: nowhere. */
+	struct worker_metrics *worker_metrics;
+	/* The chief's reports to the operator (status_report.h), told of each
+	 * epoch's end; NULL: none. */
+	struct status_report *status_report;
 };
 
 /* What a finished run reports: the last epoch's training metrics and, if

@@ -23,4 +23,10 @@ int gpu_count(char *why, size_t len);
  * capability and memory. */
 void gpu_describe(int dev, char *buf, size_t len);
 
+/* The memory in use on GPU dev, in bytes: the device's total less what
+ * cudaMemGetInfo says is free (what nvidia-smi shows; a pod's GPU is its
+ * own). Returns 0, or -1 when it cannot be known (always, in a CPU-only
+ * build). Any thread. */
+int gpu_memory_used(int dev, unsigned long long *bytes);
+
 #endif

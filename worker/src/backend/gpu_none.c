@@ -27,6 +27,13 @@ void gpu_describe(int dev, char *buf, size_t len)
 	snprintf(buf, len, "GPU %d: %s", dev, NO_CUDA);
 }
 
+int gpu_memory_used(int dev, unsigned long long *bytes)
+{
+	(void)dev;
+	*bytes = 0;
+	return -1;
+}
+
 struct backend *backend_new_cuda(struct model *m, const struct loss_spec *loss, struct optimizer *o,
                                  struct comm *c, struct dataset_stream *s, int batch, int replicas,
                                  int collective_ms, char *err)

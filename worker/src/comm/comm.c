@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "worker_metrics.h"
 
 static int local_allreduce(struct comm *c, float *base, const struct grad_slice *pieces,
                            int npieces, char *err)
@@ -48,7 +49,7 @@ static const struct comm_ops LOCAL_OPS = {
 
 void comm_init_local(struct comm *c)
 {
-	*c = (struct comm){&LOCAL_OPS, 1, 0, NULL};
+	*c = (struct comm){&LOCAL_OPS, 1, 0, NULL, NULL};
 }
 
 void comm_release(struct comm *c)
@@ -59,15 +60,44 @@ void comm_release(struct comm *c)
 		memset(c, 0, sizeof(*c));
 }
 
+/* Whether c's all-reduces are counted: a world of one sums nothing. */
+static int counted(const struct comm *c)
+{
+	return c->metrics != NULL && c->world > 1;
+}
+
 int comm_allreduce(struct comm *c, float *base, const struct grad_slice *pieces, int npieces,
                    char *err)
 {
-	return c->ops->allreduce(c, base, pieces, npieces, err);
+	size_t elems = 0;
+	long long t0;
+	int rc;
+
+	if (!counted(c))
+		return c->ops->allreduce(c, base, pieces, npieces, err);
+	for (int i = 0; i < npieces; i++)
+		elems += pieces[i].rows * pieces[i].cols;
+	t0 = worker_metrics_now_us();
+	rc = c->ops->allreduce(c, base, pieces, npieces, err);
+	if (rc == 0)
+		worker_metrics_allreduce(c->metrics, elems * sizeof(float),
+		                         worker_metrics_now_us() - t0);
+	return rc;
 }
 
 int comm_allreduce_f64(struct comm *c, double *v, size_t n, char *err)
 {
-	return c->ops->allreduce_f64(c, v, n, err);
+	long long t0;
+	int rc;
+
+	if (!counted(c))
+		return c->ops->allreduce_f64(c, v, n, err);
+	t0 = worker_metrics_now_us();
+	rc = c->ops->allreduce_f64(c, v, n, err);
+	if (rc == 0)
+		worker_metrics_allreduce(c->metrics, n * sizeof(double),
+		                         worker_metrics_now_us() - t0);
+	return rc;
 }
 
 int comm_broadcast(struct comm *c, void *buf, size_t bytes, int root, char *err)
@@ -93,9 +123,15 @@ int comm_has_device(const struct comm *c)
 int comm_allreduce_device(struct comm *c, void *const *bufs, size_t n, enum comm_dtype t,
                           void *const *streams, char *err)
 {
+	int rc;
+
 	if (!comm_has_device(c))
 		return err_set(err, "the %s communicator has no device collectives", comm_name(c));
-	return c->ops->allreduce_device(c, bufs, n, t, streams, err);
+	rc = c->ops->allreduce_device(c, bufs, n, t, streams, err);
+	if (rc == 0 && c->metrics != NULL)
+		worker_metrics_allreduce(c->metrics,
+		                         n * (t == COMM_F64 ? sizeof(double) : sizeof(float)), 0);
+	return rc;
 }
 
 int comm_device_status(struct comm *c, char *err)

@@ -23,6 +23,7 @@
 #include "grad_slice.h"
 
 struct comm;
+struct worker_metrics;
 
 /* Element types of the device collectives. */
 enum comm_dtype { COMM_F32, COMM_F64 };
@@ -46,6 +47,11 @@ struct comm {
 	const struct comm_ops *ops;
 	int world, rank;
 	void *impl; /* the backend's state */
+	/* Where the all-reduces below count their bytes and time (NULL:
+	 * nowhere). The init functions leave it NULL; the owner sets it once
+	 * the communicator is made. A backend that wraps another (nccl) keeps
+	 * the inner one's NULL, so that nothing is counted twice. */
+	struct worker_metrics *metrics;
 };
 
 /* A communicator for a world of one. */
@@ -59,7 +65,10 @@ void comm_release(struct comm *c);
  * cols at base + off + row * stride) across all ranks, in place. Every rank
  * gets bitwise-identical sums.
  * comm_allreduce_f64: sums n doubles in place.
- * comm_broadcast: copies bytes of buf from rank root to all others. */
+ * comm_broadcast: copies bytes of buf from rank root to all others.
+ * With c->metrics set, the two all-reduces count the bytes of their
+ * buffers and the time they took there (two clock reads a call), on a
+ * world of more than one. */
 int comm_allreduce(struct comm *c, float *base, const struct grad_slice *pieces, int npieces,
                    char *err);
 int comm_allreduce_f64(struct comm *c, double *v, size_t n, char *err);
@@ -92,6 +101,8 @@ int comm_rejoin(struct comm *c, int timeout_ms, char *err);
  * type t at bufs[i], the buffer of this worker's replica i on its GPU,
  * across every replica of every worker, on streams[i] (cudaStream_t), and
  * returns without waiting. Every replica gets bitwise-identical sums.
+ * With c->metrics set, it counts the bytes of one replica's buffer; not
+ * its time, which passes on the GPU, in the step's.
  * comm_device_status: 0 while the collectives enqueued can still complete;
  * -1 with a message once one has failed (a lost peer): the caller then
  * leaves the group, which aborts what is in flight.

@@ -134,6 +134,6 @@ int comm_init_ring(struct comm *c, const struct tf_config *tc, const struct hell
 		free(s);
 		return rc;
 	}
-	*c = (struct comm){&RING_OPS, tc->world, tc->rank, s};
+	*c = (struct comm){&RING_OPS, tc->world, tc->rank, s, NULL};
 	return 0;
 }

@@ -308,7 +308,7 @@ int comm_init_nccl(struct comm *c, struct comm *inner, int replicas, int init_ms
 		free(s);
 		return rc;
 	}
-	*c = (struct comm){&NCCL_OPS, inner->world, inner->rank, s};
+	*c = (struct comm){&NCCL_OPS, inner->world, inner->rank, s, NULL};
 	memset(inner, 0, sizeof(*inner));
 	ncclGetVersion(&version);
 	log_info("nccl %d.%d.%d: ranks %d to %d of %d (NCCL_ALGO=%s NCCL_PROTO=%s)",

@@ -54,3 +54,18 @@ void gpu_describe(int dev, char *buf, size_t len)
 	         p.major, p.minor, (double)p.totalGlobalMem / (1 << 30), p.pciDomainID, p.pciBusID,
 	         p.pciDeviceID);
 }
+
+int gpu_memory_used(int dev, unsigned long long *bytes)
+{
+	size_t free_b = 0, total = 0;
+
+	*bytes = 0;
+	/* The device is the calling thread's own setting: a scrape's thread
+	 * changes no other's. */
+	if (cudaSetDevice(dev) != cudaSuccess || cudaMemGetInfo(&free_b, &total) != cudaSuccess) {
+		cudaGetLastError(); /* not sticky: leave no error behind */
+		return -1;
+	}
+	*bytes = (unsigned long long)(total - free_b);
+	return 0;
+}

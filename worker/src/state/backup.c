@@ -5,11 +5,13 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "err.h"
 #include "log.h"
 #include "tensor_mem.h"
+#include "worker_metrics.h"
 
 #define DIR_LEN 4096
 
@@ -19,6 +21,7 @@ struct backup {
 	int nslots;
 	struct checkpoint job; /* the copy being written; its buffers are owned */
 	uint64_t last_step;
+	struct worker_metrics *metrics; /* NULL: not counted */
 	int busy, stop, failed;
 	pthread_t thread;
 	pthread_mutex_t mu;
@@ -39,8 +42,15 @@ static void write_job(struct backup *b)
 	double t0 = now_s();
 	size_t bytes = (b->nparams * (size_t)(1 + b->nslots) + b->nstate) * sizeof(float);
 	int rc = checkpoint_save(b->dir, &b->job, err);
+	double took = now_s() - t0;
+	struct stat st;
 
 	checkpoint_path(b->dir, b->job.pos.global_step, path, sizeof(path));
+	/* The metrics say what is on disk: the file, header included. */
+	worker_metrics_backup(b->metrics, b->job.pos.global_step,
+	                      rc == 0 && stat(path, &st) == 0 ? (unsigned long long)st.st_size
+	                                                      : (unsigned long long)bytes,
+	                      (long long)(took * 1e6), rc == 0);
 	if (rc < 0)
 		log_warn("backup at step %llu failed: %s; training goes on, the previous backup "
 		         "is kept",
@@ -48,7 +58,7 @@ static void write_job(struct backup *b)
 	else
 		log_info("backup at step %llu written to '%s' (%.1f MB in %.0f ms)",
 		         (unsigned long long)b->job.pos.global_step, path, (double)bytes / 1e6,
-		         (now_s() - t0) * 1e3);
+		         took * 1e3);
 	pthread_mutex_lock(&b->mu);
 	b->failed = rc < 0;
 	b->busy = 0;
@@ -131,6 +141,11 @@ int backup_wait(struct backup *b)
 	failed = b->failed;
 	pthread_mutex_unlock(&b->mu);
 	return failed ? -1 : 0;
+}
+
+void backup_set_metrics(struct backup *b, struct worker_metrics *m)
+{
+	b->metrics = m;
 }
 
 void backup_start(struct backup *b, const struct checkpoint *c)

@@ -18,6 +18,7 @@
 #define BACKUP_NONE UINT64_MAX
 
 struct backup;
+struct worker_metrics;
 
 /* A writer of backups into dir for a model of nparams parameters and
  * nstate floats of state (model.h), and an optimizer with nslots state
@@ -26,6 +27,10 @@ struct backup;
  * which waits for a write in flight (NULL accepted). */
 struct backup *backup_new(const char *dir, size_t nparams, size_t nstate, int nslots);
 void backup_free(struct backup *b);
+
+/* Counts each write's outcome, time and file size into m from now on
+ * (worker_metrics_backup); call before the first backup_start. */
+void backup_set_metrics(struct backup *b, struct worker_metrics *m);
 
 /* Copies c, its parameters and its optimizer state, and starts writing
  * them, once the write before has finished. The outcome is logged. */
