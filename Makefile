@@ -301,7 +301,8 @@ MWJ_TEST_DATA ?= /usr/share/datasets/fashion-mnist
 # demo with short epochs (demo.sh).
 E2E_UNIT := e2e/cluster/run_tests.py e2e/tests/kubectl_api.sh e2e/tests/kubectl_node.sh \
 	e2e/tests/operator.sh e2e/tests/refusals.sh e2e/tests/operator_ha.sh e2e/tests/helm_cluster.sh \
-	e2e/tests/large_job.sh e2e/tests/chart.sh e2e/tests/e2e_local.sh e2e/tests/demo.sh
+	e2e/tests/large_job.sh e2e/tests/chart.sh e2e/tests/e2e_local.sh e2e/tests/demo.sh \
+	e2e/tests/reports.sh
 # Under the sanitizers, the scripts that drive our binaries hardest (real
 # training pods, refusals, leader election); the rest test the local
 # cluster, kubectl and helm, which the sanitizers do not see, and ran in

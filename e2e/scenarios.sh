@@ -159,10 +159,12 @@ columns() {
 	local out
 	out=$(kn get mwj mnist) || return 1
 	echo "$out"
-	head -1 <<< "$out" | grep -Eq '^NAME +WORKERS +PHASE +READY +RESTARTS +AGE$' &&
-		tail -1 <<< "$out" | grep -Eq '^mnist +2 +Succeeded +[0-9]+ +0 +[0-9]+[sm]'
+	head -1 <<< "$out" |
+		grep -Eq '^NAME +WORKERS +PHASE +READY +RESTARTS +PROGRESS +EPOCH +LOSS +ETA +AGE$' &&
+		tail -1 <<< "$out" |
+		grep -Eq '^mnist +2 +Succeeded +[0-9]+ +0 +(100% +3 +[0-9.e+-]+ +[0-9]+s +)?[0-9]+[sm]'
 }
-check "2. kubectl get mwj prints workers, phase, ready, restarts and age" columns
+check "2. kubectl get mwj prints workers, phase, ready, restarts, progress and age" columns
 told() {
 	local ev
 	ev=$(events_of mnist) || return 1

@@ -27,10 +27,11 @@ check "re-applying an unchanged example changes nothing" \
 	bash -c "'$kubectl' apply -f '$root/examples/minimal.yaml' | grep -q unchanged"
 
 columns() {
-	k get mwj mnist | head -1 | grep -Eq '^NAME +WORKERS +PHASE +READY +RESTARTS +AGE$' &&
+	k get mwj mnist | head -1 |
+		grep -Eq '^NAME +WORKERS +PHASE +READY +RESTARTS +PROGRESS +EPOCH +LOSS +ETA +AGE$' &&
 		k get mwj mnist --no-headers | grep -Eq '^mnist +2 +[0-9]+s$'
 }
-check "get mwj shows workers, phase, ready, restarts and age" columns
+check "get mwj shows workers, phase, ready, restarts, the training columns and age" columns
 defaults() {
 	[ "$(k get mwj mnist -o jsonpath='{.spec.port} {.spec.restartPolicy} {.spec.backoffLimit}')" = \
 		"2222 ExitCode 6" ]

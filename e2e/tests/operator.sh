@@ -83,10 +83,13 @@ columns() {
 	local out
 	out=$(k get mwj plain) || return 1
 	echo "$out"
-	head -1 <<< "$out" | grep -Eq '^NAME +WORKERS +PHASE +READY +RESTARTS +AGE$' &&
+	head -1 <<< "$out" |
+		grep -Eq '^NAME +WORKERS +PHASE +READY +RESTARTS +PROGRESS +EPOCH +LOSS +ETA +AGE$' &&
 		tail -1 <<< "$out" | grep -Eq '^plain +2 +Succeeded +[0-9]+ +0 +[0-9]+s$'
 }
-check "1. kubectl get mwj shows workers, phase, ready, restarts and age" columns
+# This operator takes no reports (no --status-url): the training columns
+# stay empty.
+check "1. kubectl get mwj shows workers, phase, ready, restarts, the training columns and age" columns
 told() {
 	local ev
 	ev=$(events_of plain) || return 1

@@ -16,10 +16,11 @@
 #include "err.h"
 
 static const char *const ENV[] = {
-    "MWJ_KUBECONFIG",   "MWJ_CONTEXT",        "MWJ_NAMESPACE",
-    "MWJ_WORKERS",      "MWJ_RESYNC_SECONDS", "MWJ_LOG_FORMAT",
-    "MWJ_LOG_LEVEL",    "MWJ_LEADER_ELECT",   "MWJ_LEADER_ELECTION_NAMESPACE",
-    "MWJ_METRICS_ADDR", "MWJ_HEALTH_ADDR"};
+    "MWJ_KUBECONFIG",   "MWJ_CONTEXT",         "MWJ_NAMESPACE",
+    "MWJ_WORKERS",      "MWJ_RESYNC_SECONDS",  "MWJ_LOG_FORMAT",
+    "MWJ_LOG_LEVEL",    "MWJ_LEADER_ELECT",    "MWJ_LEADER_ELECTION_NAMESPACE",
+    "MWJ_METRICS_ADDR", "MWJ_HEALTH_ADDR",     "MWJ_STATUS_URL",
+    "MWJ_STATUS_ADDR",  "MWJ_STATUS_AUDIENCE", "MWJ_STATUS_CA_DIR"};
 
 static int clean_env(void **state)
 {
@@ -63,6 +64,61 @@ static void test_defaults(void **state)
 	assert_string_equal(c.metrics_addr, ":8080");
 	assert_string_equal(c.health_addr, ":8081");
 	assert_int_equal(c.workers, 4);
+	/* No reports are taken unless a URL says where the chiefs send them. */
+	assert_string_equal(c.status_url, "");
+	assert_string_equal(c.status_addr, ":8443");
+	assert_string_equal(c.status_audience, "mwj-operator");
+	assert_string_equal(c.status_ca_dir, "");
+}
+
+static void test_the_status_url_is_https_to_a_host_and_port(void **state)
+{
+	static const struct {
+		const char *url, *host;
+	} good[] = {
+	    {"https://mwj-operator-status.mwj-system.svc:8443",
+	     "mwj-operator-status.mwj-system.svc"},
+	    {"https://127.0.0.1:8443", "127.0.0.1"},
+	    {"https://[::1]:8443", "::1"},
+	    {"https://status.example", "status.example"},
+	};
+	static const char *const bad[] = {
+	    "http://status:8443",
+	    "https://",
+	    "https://:8443",
+	    "https://status:0",
+	    "https://status:65536",
+	    "https://status:84x",
+	    "https://status:8443/path",
+	    "https://status/",
+	    "status:8443",
+	};
+	static struct operator_cli c;
+	char err[ERR_LEN];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		if (parse(&c, err, "--status-url", good[i].url, NULL) != 0)
+			fail_msg("%s: %s", good[i].url, err);
+		assert_string_equal(c.status_url, good[i].url);
+		assert_string_equal(c.status_host, good[i].host);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (parse(&c, err, "--status-url", bad[i], NULL) != -1)
+			fail_msg("%s: taken", bad[i]);
+		assert_non_null(strstr(err, "--status-url"));
+	}
+	setenv("MWJ_STATUS_URL", "http://x:1", 1);
+	assert_int_equal(parse(&c, err, NULL), -1);
+	assert_non_null(strstr(err, "MWJ_STATUS_URL"));
+	assert_non_null(strstr(err, "never sent in the clear"));
+	unsetenv("MWJ_STATUS_URL");
+	assert_int_equal(parse(&c, err, "--status-addr", "127.0.0.1:0", "--status-audience", "x",
+	                       "--status-ca-dir", "/etc/ca", NULL),
+	                 0);
+	assert_string_equal(c.status_addr, "127.0.0.1:0");
+	assert_string_equal(c.status_audience, "x");
+	assert_string_equal(c.status_ca_dir, "/etc/ca");
 }
 
 static void test_leader_elect_takes_an_optional_go_bool(void **state)
@@ -139,6 +195,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_leader_elect_takes_an_optional_go_bool, clean_env),
 	    cmocka_unit_test_setup(test_durations_and_their_rules, clean_env),
 	    cmocka_unit_test_setup(test_addresses, clean_env),
+	    cmocka_unit_test_setup(test_the_status_url_is_https_to_a_host_and_port, clean_env),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

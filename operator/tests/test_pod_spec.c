@@ -204,9 +204,9 @@ static void test_pod_spec_gives_the_chief_alone_what_it_reports_with(void **stat
 	                    "https://mwj-operator-status.mwj-system.svc:8443/apis/training.mwj.io/"
 	                    "v1/namespaces/ml/multiworkerjobs/mnist/status");
 	assert_string_equal(env_value(container(chief, "worker"), "MWJ_STATUS_CA_FILE"),
-	                    "/var/run/secrets/mwj/status/ca.crt");
+	                    "/var/run/mwj/status/ca.crt");
 	assert_string_equal(env_value(container(chief, "worker"), "MWJ_STATUS_TOKEN_FILE"),
-	                    "/var/run/secrets/mwj/status/token");
+	                    "/var/run/mwj/status/token");
 	assert_null(env_value(container(worker, "worker"), "MWJ_STATUS_URL"));
 	cJSON_Delete(want);
 	want = json_doc_parse(

@@ -608,6 +608,7 @@ static struct training_status report_at(long long step, long long backup)
 	t.percent = (int)(step / 10);
 	t.epoch = t.epochs = t.step = t.steps_per_epoch = t.eta_seconds = -1;
 	t.last_backup_step = backup;
+	t.resumed_from = -1;
 	return t;
 }
 
@@ -631,9 +632,9 @@ static void test_reconcile_shows_the_report_and_says_when_training_went_back(voi
 	 * backup of step 469. */
 	w.report = &r469;
 	world_reconcile(&w, NOW_S + 60);
-	assert_string_equal(the_event(&w, "Resumed")->message,
-	                    "training resumed at step 469 from the backup of step 469; step 500 "
-	                    "had been reported before");
+	assert_string_equal(the_event(&w, "TrainingResumed")->message,
+	                    "training resumed from the backup of step 469 (now at step 469); step "
+	                    "500 had been reported before");
 	world_write_status(&w);
 	/* Going on from there is no news. */
 	w.report = &r475;
@@ -648,8 +649,26 @@ static void test_reconcile_shows_the_report_and_says_when_training_went_back(voi
 	w.report = &none;
 	none.global_step = 10;
 	world_reconcile(&w, NOW_S + 70);
-	assert_string_equal(the_event(&w, "Resumed")->message,
+	assert_string_equal(the_event(&w, "TrainingResumed")->message,
 	                    "training resumed at step 10; step 475 had been reported before");
+	/* A drop the status never showed (reports.c saw it between writes)
+	 * is said with the step it went back from. */
+	none.global_step = 480;
+	none.resumed_from = 490;
+	world_reconcile(&w, NOW_S + 75);
+	assert_string_equal(the_event(&w, "TrainingResumed")->message,
+	                    "training resumed at step 480; step 490 had been reported before");
+	assert_int_equal(w.out.status.training.resumed_from, -1);
+	world_write_status(&w);
+	/* A new chief where the last one left off. */
+	none.global_step = 480;
+	none.last_backup_step = 480;
+	none.resumed_from = 480;
+	none.new_chief = 1;
+	world_reconcile(&w, NOW_S + 80);
+	assert_string_equal(the_event(&w, "TrainingResumed")->message,
+	                    "training resumed from the backup of step 480 (now at step 480); step "
+	                    "480 had been reported before");
 	world_release(&w);
 }
 

@@ -25,6 +25,7 @@ static struct training_status at_step(long long step)
 	memset(&t, 0, sizeof(t));
 	t.present = 1;
 	t.global_step = step;
+	t.resumed_from = -1;
 	return t;
 }
 
@@ -150,6 +151,72 @@ static void test_a_job_made_again_under_its_name_starts_afresh(void **state)
 	reports_release(&r);
 }
 
+static void test_a_step_that_goes_back_is_said_once(void **state)
+{
+	struct reports r;
+	struct training_status got, t;
+	long long wait;
+
+	(void)state;
+	reports_init(&r, INTERVAL);
+	t = at_step(500);
+	reports_put(&r, KEY, UID, &t, 0);
+	assert_int_equal(reports_due(&r, KEY, UID, &got, 0, &wait), 1);
+	assert_int_equal(got.resumed_from, -1);
+	reports_written(&r, KEY, UID, 0);
+	/* The chief's last report before its preemption, then the new
+	 * chief's first ones, all between two writes: the drop is kept. */
+	t = at_step(520);
+	reports_put(&r, KEY, UID, &t, 1000);
+	t = at_step(500);
+	reports_put(&r, KEY, UID, &t, 2000);
+	t = at_step(505);
+	reports_put(&r, KEY, UID, &t, 3000);
+	/* A pass takes it; while it writes, another report comes. */
+	assert_int_equal(reports_due(&r, KEY, UID, &got, 5000, &wait), 1);
+	assert_int_equal(got.global_step, 505);
+	assert_int_equal(got.resumed_from, 520);
+	t = at_step(510);
+	reports_put(&r, KEY, UID, &t, 5001);
+	reports_written(&r, KEY, UID, 5002);
+	/* Going on from there is no news. */
+	assert_int_equal(reports_due(&r, KEY, UID, &got, 10002, &wait), 1);
+	assert_int_equal(got.global_step, 510);
+	assert_int_equal(got.resumed_from, -1);
+	reports_release(&r);
+}
+
+static void test_a_new_chief_is_said_even_where_nothing_was_lost(void **state)
+{
+	struct reports r;
+	struct training_status got, t;
+	long long wait;
+
+	(void)state;
+	reports_init(&r, INTERVAL);
+	t = at_step(1871);
+	strcpy(t.chief, "pod-a");
+	reports_put(&r, KEY, UID, &t, 0);
+	assert_int_equal(reports_due(&r, KEY, UID, &got, 0, &wait), 1);
+	assert_false(got.new_chief);
+	reports_written(&r, KEY, UID, 0);
+	/* Preempted with a backup of its very step: the next chief starts
+	 * there. */
+	strcpy(t.chief, "pod-b");
+	reports_put(&r, KEY, UID, &t, 6000);
+	assert_int_equal(reports_due(&r, KEY, UID, &got, 6000, &wait), 1);
+	assert_true(got.new_chief);
+	assert_int_equal(got.resumed_from, 1871);
+	reports_written(&r, KEY, UID, 6000);
+	t = at_step(1900);
+	strcpy(t.chief, "pod-b");
+	reports_put(&r, KEY, UID, &t, 12000);
+	assert_int_equal(reports_due(&r, KEY, UID, &got, 12000, &wait), 1);
+	assert_false(got.new_chief);
+	assert_int_equal(got.resumed_from, -1);
+	reports_release(&r);
+}
+
 static void test_requests_beyond_the_burst_wait_for_a_token(void **state)
 {
 	const long long t0 = 100000; /* a monotonic clock's ms */
@@ -177,6 +244,8 @@ int main(void)
 	    cmocka_unit_test(test_a_failed_write_leaves_the_report_due),
 	    cmocka_unit_test(test_a_report_that_comes_during_a_write_waits_for_the_next),
 	    cmocka_unit_test(test_a_job_made_again_under_its_name_starts_afresh),
+	    cmocka_unit_test(test_a_step_that_goes_back_is_said_once),
+	    cmocka_unit_test(test_a_new_chief_is_said_even_where_nothing_was_lost),
 	    cmocka_unit_test(test_requests_beyond_the_burst_wait_for_a_token),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -288,11 +288,36 @@ static void test_a_token_is_reviewed_once_however_often_it_reports(void **state)
 		assert_int_equal(post(w, "POST", URL, "Bearer chief", REPORT, NULL, NULL, NULL),
 		                 200);
 	assert_int_equal(w->reviews, 1);
-	/* Past the burst: 429 with Retry-After, and no TokenReview. */
-	assert_int_equal(post(w, "POST", URL, "Bearer forged", REPORT, NULL, NULL, &retry), 429);
+	/* Past the job's burst: 429 with Retry-After, and no TokenReview. */
+	assert_int_equal(post(w, "POST", URL, "Bearer chief", REPORT, NULL, NULL, &retry), 429);
 	assert_int_equal(retry, 1);
 	assert_int_equal(w->reviews, 1);
 	assert_int_equal(w->reported, REPORTS_BURST);
+	world_free(w);
+}
+
+static void test_nobody_else_uses_up_the_chiefs_rate(void **state)
+{
+	struct world *w = world_new();
+	char token[32];
+
+	(void)state;
+	/* Others' requests, refused, however many. */
+	for (int i = 0; i < 3 * REPORTS_BURST; i++)
+		assert_int_equal(post(w, "POST", URL, "Bearer worker1", REPORT, NULL, NULL, NULL),
+		                 403);
+	assert_int_equal(post(w, "POST", URL, "Bearer chief", REPORT, NULL, NULL, NULL), 200);
+	/* A flood of made-up tokens is reviewed up to the operator's rate,
+	 * then answered 429 without asking the API server. */
+	for (int i = 0; i < STATUS_REVIEW_BURST + 10; i++) {
+		snprintf(token, sizeof(token), "Bearer made-up-%d", i);
+		post(w, "POST", URL, token, REPORT, NULL, NULL, NULL);
+	}
+	assert_true(w->reviews <= STATUS_REVIEW_BURST + 3);
+	assert_int_equal(post(w, "POST", URL, "Bearer made-up-x", REPORT, NULL, NULL, NULL), 429);
+	/* The chief's token is in the cache: still taken. */
+	assert_int_equal(post(w, "POST", URL, "Bearer chief", REPORT, NULL, NULL, NULL), 200);
+	assert_int_equal(w->reported, 2);
 	world_free(w);
 }
 
@@ -344,6 +369,7 @@ int main(void)
 	    cmocka_unit_test(test_every_refusal_says_what_the_api_server_would_and_changes_nothing),
 	    cmocka_unit_test(test_a_body_over_the_cap_is_too_large),
 	    cmocka_unit_test(test_a_token_is_reviewed_once_however_often_it_reports),
+	    cmocka_unit_test(test_nobody_else_uses_up_the_chiefs_rate),
 	    cmocka_unit_test(test_a_standby_or_an_unreachable_api_server_says_try_again),
 	    cmocka_unit_test(test_a_path_names_a_namespace_and_a_job),
 	};

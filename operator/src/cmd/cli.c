@@ -30,6 +30,10 @@ enum flag_id {
 	F_RETRY,
 	F_METRICS_ADDR,
 	F_HEALTH_ADDR,
+	F_STATUS_URL,
+	F_STATUS_ADDR,
+	F_STATUS_AUDIENCE,
+	F_STATUS_CA_DIR,
 	F_VERSION,
 	F_HELP,
 };
@@ -66,6 +70,18 @@ static const struct flag FLAGS[] = {
      ":8080)"},
     {"health-addr", F_HEALTH_ADDR, "ADDR",
      "where /healthz and /readyz are served, 0 for off (default: $MWJ_HEALTH_ADDR or :8081)"},
+    {"status-url", F_STATUS_URL, "URL",
+     "the https:// address (scheme, host, port) at which the chiefs of jobs report their "
+     "training, as they dial it: the status Service; empty for no reports (default: "
+     "$MWJ_STATUS_URL or empty)"},
+    {"status-addr", F_STATUS_ADDR, "ADDR",
+     "where the reports are served over HTTPS (default: $MWJ_STATUS_ADDR or :8443)"},
+    {"status-audience", F_STATUS_AUDIENCE, "NAME",
+     "the audience of the tokens the chiefs report with (default: $MWJ_STATUS_AUDIENCE or "
+     "mwj-operator)"},
+    {"status-ca-dir", F_STATUS_CA_DIR, "DIR",
+     "a folder holding the CA the workers trust, tls.crt and tls.key (or ca.crt and ca.key); "
+     "empty: a CA made at start (default: $MWJ_STATUS_CA_DIR or empty)"},
     {"version", F_VERSION, NULL, "print the version and exit"},
     {"help", F_HELP, NULL, "print this help and exit"},
 };
@@ -85,6 +101,48 @@ static int set_addr(char *dst, size_t n, const char *src, char *err)
 	if (http_endpoints_check_addr(src, err) < 0)
 		return -1;
 	return set_str(dst, n, src, err);
+}
+
+/* An https:// URL of a host and an optional port, nothing after: the
+ * workers add the report's path. Its host goes into host. */
+static int set_status_url(struct operator_cli *c, const char *v, char *err)
+{
+	static const char scheme[] = "https://";
+	const char *h = v + sizeof(scheme) - 1, *end;
+	size_t n;
+
+	if (strncmp(v, scheme, sizeof(scheme) - 1) != 0)
+		return err_set(
+		    err, "'%s' is not an https:// URL (reports are never sent in the clear)", v);
+	end = h[0] == '[' ? strchr(h, ']') : h + strcspn(h, ":/");
+	if (end == NULL || end == h)
+		return err_set(err, "'%s' names no host", v);
+	if (h[0] == '[')
+		h++;
+	n = (size_t)(end - h);
+	if (n >= sizeof(c->status_host))
+		return err_set(err, "'%s': the host is too long", v);
+	end += *end == ']';
+	if (*end == ':') {
+		int port;
+		char digits[8];
+		size_t k = strspn(end + 1, "0123456789");
+
+		if (k == 0 || k >= sizeof(digits) || end[1 + k] != '\0')
+			return err_set(err, "'%s': the port must be a number, with nothing after",
+			               v);
+		memcpy(digits, end + 1, k);
+		digits[k] = '\0';
+		if (parse_int(digits, 1, 65535, &port, err) < 0)
+			return err_prefix(err, "'%s'", v);
+	} else if (*end != '\0') {
+		return err_set(err, "'%s': the URL must end after the host and port", v);
+	}
+	if (set_str(c->status_url, sizeof(c->status_url), v, err) < 0)
+		return -1;
+	memcpy(c->status_host, h, n);
+	c->status_host[n] = '\0';
+	return 0;
 }
 
 static int apply(void *ctx, int id, const char *v, char *err)
@@ -130,6 +188,14 @@ static int apply(void *ctx, int id, const char *v, char *err)
 		return set_addr(c->metrics_addr, sizeof(c->metrics_addr), v, err);
 	case F_HEALTH_ADDR:
 		return set_addr(c->health_addr, sizeof(c->health_addr), v, err);
+	case F_STATUS_URL:
+		return set_status_url(c, v, err);
+	case F_STATUS_ADDR:
+		return set_addr(c->status_addr, sizeof(c->status_addr), v, err);
+	case F_STATUS_AUDIENCE:
+		return set_str(c->status_audience, sizeof(c->status_audience), v, err);
+	case F_STATUS_CA_DIR:
+		return set_str(c->status_ca_dir, sizeof(c->status_ca_dir), v, err);
 	case F_VERSION:
 		c->version = 1;
 		return 0;
@@ -155,6 +221,10 @@ static int apply_env(struct operator_cli *c, char *err)
 	    {"MWJ_LEADER_ELECTION_NAMESPACE", F_LEADER_NAMESPACE},
 	    {"MWJ_METRICS_ADDR", F_METRICS_ADDR},
 	    {"MWJ_HEALTH_ADDR", F_HEALTH_ADDR},
+	    {"MWJ_STATUS_URL", F_STATUS_URL},
+	    {"MWJ_STATUS_ADDR", F_STATUS_ADDR},
+	    {"MWJ_STATUS_AUDIENCE", F_STATUS_AUDIENCE},
+	    {"MWJ_STATUS_CA_DIR", F_STATUS_CA_DIR},
 	};
 
 	for (size_t k = 0; k < sizeof(vars) / sizeof(vars[0]); k++) {
@@ -181,6 +251,8 @@ int operator_cli_parse(struct operator_cli *c, int argc, char **argv, FILE *out,
 	c->retry_ms = LEADER_RETRY_MS;
 	snprintf(c->metrics_addr, sizeof(c->metrics_addr), ":8080");
 	snprintf(c->health_addr, sizeof(c->health_addr), ":8081");
+	snprintf(c->status_addr, sizeof(c->status_addr), ":8443");
+	snprintf(c->status_audience, sizeof(c->status_audience), "mwj-operator");
 	if (apply_env(c, err) < 0)
 		return -1;
 	rc = flags_parse(FLAGS, FLAGS_COUNT(FLAGS), F_HELP, argc, argv, apply, c, err);

@@ -3,7 +3,8 @@
  * Precedence, as mwj-worker's: defaults, then the environment
  * (MWJ_KUBECONFIG, MWJ_CONTEXT, MWJ_NAMESPACE, MWJ_WORKERS,
  * MWJ_RESYNC_SECONDS, MWJ_LOG_FORMAT, MWJ_LOG_LEVEL, MWJ_LEADER_ELECT,
- * MWJ_LEADER_ELECTION_NAMESPACE, MWJ_METRICS_ADDR, MWJ_HEALTH_ADDR), then
+ * MWJ_LEADER_ELECTION_NAMESPACE, MWJ_METRICS_ADDR, MWJ_HEALTH_ADDR,
+ * MWJ_STATUS_URL, MWJ_STATUS_ADDR, MWJ_STATUS_AUDIENCE, MWJ_STATUS_CA_DIR), then
  * flags. Where
  * neither names a kubeconfig, kubeconfig.h's order applies: in-cluster,
  * $KUBECONFIG, ~/.kube/config.
@@ -34,7 +35,16 @@ struct operator_cli {
 	long long lease_ms, renew_ms, retry_ms;
 	char metrics_addr[CLI_NAME_LEN]; /* "0": off */
 	char health_addr[CLI_NAME_LEN];
-	int version; /* --version was given */
+	/* The chiefs' training reports (serve/status_server.h): the base URL
+	 * the workers dial ("": no reports are taken), where it is served,
+	 * the tokens' audience, and the folder of the CA ("": one made at
+	 * start). */
+	char status_url[CLI_PATH_LEN];
+	char status_addr[CLI_NAME_LEN];
+	char status_audience[CLI_NAME_LEN];
+	char status_ca_dir[CLI_PATH_LEN];
+	char status_host[CLI_NAME_LEN]; /* status_url's host, for the certificate */
+	int version;                    /* --version was given */
 };
 
 /* Parses argv into c. Returns 0 to run; 1 when --help or --version was

@@ -21,6 +21,8 @@
 #include "kubeconfig.h"
 #include "leader.h"
 #include "log.h"
+#include "serving_cert.h"
+#include "status_server.h"
 
 /* How long the caches may take to fill at start before the operator gives
  * up (its Deployment then restarts it, with back-off). */
@@ -84,7 +86,7 @@ static void wait_for_signal(struct stopper *s)
 /* Raises the soft limit on open descriptors to the hard one, as Go's
  * runtime does for every Go controller: the soft limit is often 1,024,
  * far below what the hard limit allows, and the HTTP endpoints size their
- * connection limit from it (http_endpoints.c). */
+ * connection limit from it (common/http_listen.c). */
 static void raise_nofile_limit(void)
 {
 	struct rlimit rl;
@@ -128,9 +130,43 @@ static int leader_setup(struct leader_config *lc, const struct operator_cli *cli
 	return 1;
 }
 
+/* The chiefs' reports, when --status-url asks for them: the CA (the
+ * chart's, or one made now), and what every job's chief is given.
+ * Returns 1 when on, 0 when off, -1 with a message. */
+static int reporting_setup(struct job_reporting *r, struct pem_pair *ca,
+                           const struct operator_cli *cli, char *err)
+{
+	if (!cli->status_url[0])
+		return 0;
+	if (strcmp(cli->status_addr, "0") == 0)
+		return err_set(err, "--status-url is set but --status-addr is 0: the reports would "
+		                    "reach nothing");
+	if (cli->status_ca_dir[0]) {
+		if (serving_cert_load_ca(ca, cli->status_ca_dir, err) < 0)
+			return err_prefix(err, "--status-ca-dir");
+	} else {
+		if (serving_cert_make_ca(ca, "mwj-operator status CA", SERVING_CA_DAYS, err) < 0)
+			return -1;
+		log_warn("status: no --status-ca-dir, so a CA made now, which goes with this "
+		         "process: the chiefs of jobs started before a restart cannot verify the "
+		         "next one and stop reporting (they train on); the chart keeps a CA in a "
+		         "Secret");
+	}
+	snprintf(r->url_base, sizeof(r->url_base), "%s", cli->status_url);
+	snprintf(r->audience, sizeof(r->audience), "%s", cli->status_audience);
+	r->ca_pem = ca->cert;
+	return 1;
+}
+
 static int run(const struct operator_cli *cli, const struct kube_config *kc, struct kube_api *api,
                struct stopper *s, char *err)
 {
+	static struct job_reporting reporting;
+	static struct pem_pair ca;
+	static struct status_endpoint endpoint;
+	static struct status_server server;
+	const char *names[1] = {cli->status_host};
+	int reports;
 	static struct controller c;
 	static struct leader l;
 	static struct http_endpoints h;
@@ -168,8 +204,24 @@ static int run(const struct operator_cli *cli, const struct kube_config *kc, str
 		api->write_guard_ctx = &l;
 		m.leader = &l;
 	}
-	if (controller_init(&c, api, &cfg, err) < 0)
+	reports = reporting_setup(&reporting, &ca, cli, err);
+	if (reports < 0)
 		return -1;
+	if (reports)
+		cfg.reporting = &reporting;
+	if (controller_init(&c, api, &cfg, err) < 0) {
+		pem_pair_release(&ca);
+		return -1;
+	}
+	if (reports) {
+		/* Before the metrics are served, which read its counters. */
+		status_endpoint_init(&endpoint, &c, api, cli->status_audience);
+		if (electing) {
+			endpoint.active = leader_active;
+			endpoint.active_ctx = &l;
+		}
+		m.status = &endpoint;
+	}
 	if (http_endpoints_start(&h, &m, cli->metrics_addr, cli->health_addr, err) < 0) {
 		controller_stop(&c);
 		return -1;
@@ -177,7 +229,16 @@ static int run(const struct operator_cli *cli, const struct kube_config *kc, str
 	/* The caches fill first: a leader must never act on empty ones. */
 	if (controller_start(&c, SYNC_TIMEOUT_MS, err) < 0)
 		rc = s->signal ? 0 : -1;
-	else if (electing && leader_start(&l, err) < 0)
+	if (rc == 0 && reports) {
+		if (status_server_start(&server, &endpoint, cli->status_addr, &ca, names, 1, err) <
+		    0)
+			rc = -1;
+		else
+			log_info("status: chiefs report to %s (served on %s, port %d, audience %s)",
+			         cli->status_url, cli->status_addr, server.port,
+			         cli->status_audience);
+	}
+	if (rc == 0 && electing && leader_start(&l, err) < 0)
 		rc = -1;
 	if (rc == 0 && !s->signal && !electing && strcmp(kc->source, "in-cluster") == 0)
 		log_warn(
@@ -192,8 +253,11 @@ static int run(const struct operator_cli *cli, const struct kube_config *kc, str
 		log_info("%s: stopping", strsignal(s->signal));
 	if (electing)
 		leader_stop(&l); /* no write from here on */
+	status_server_stop(&server);
 	kube_api_stop(api);
 	controller_stop(&c);
+	status_endpoint_release(&endpoint);
+	pem_pair_release(&ca);
 	if (electing && l.leading) {
 		char rerr[ERR_LEN];
 

@@ -75,7 +75,7 @@ enum job_object {
 };
 
 /* Where the chief finds what it reports with (job.h's job_reporting). */
-#define STATUS_MOUNT_DIR     "/var/run/secrets/mwj/status"
+#define STATUS_MOUNT_DIR     "/var/run/mwj/status"
 #define STATUS_CA_KEY        "ca.crt"
 #define STATUS_TOKEN_PATH    "token"
 #define STATUS_TOKEN_SECONDS 3600

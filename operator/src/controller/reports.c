@@ -12,10 +12,13 @@
 struct report_slot {
 	char uid[JOB_UID_LEN];
 	struct training_status newest;
-	int waiting;              /* newest is not in the status yet */
-	unsigned long seq, taken; /* newest's number; the one a pass holds (0: none) */
-	long long written_ms;     /* the last write; -1: none yet */
-	struct ratelimit rate;    /* the job's requests */
+	int waiting;                  /* newest is not in the status yet */
+	unsigned long seq, taken;     /* newest's number; the one a pass holds (0: none) */
+	long long last_step;          /* the step of the last report put; -1: none */
+	unsigned long went_back;      /* the seq of the last report behind its predecessor */
+	char chief[TRAINING_UID_LEN]; /* the pod uid of the last report's chief */
+	long long written_ms;         /* the last write; -1: none yet */
+	struct ratelimit rate;        /* the job's requests */
 };
 
 void reports_init(struct reports *r, long long write_interval_ms)
@@ -53,6 +56,7 @@ static struct report_slot *slot(struct reports *r, const char *key, const char *
 	s = xcalloc(1, sizeof(*s));
 	snprintf(s->uid, sizeof(s->uid), "%s", uid != NULL ? uid : "");
 	s->written_ms = -1;
+	s->last_step = -1;
 	ratelimit_init(&s->rate, REPORTS_BURST, REPORTS_REFILL_MS);
 	strmap_put(&r->jobs, key, s);
 	return s;
@@ -93,9 +97,26 @@ long long reports_put(struct reports *r, const char *key, const char *uid,
 
 	pthread_mutex_lock(&r->lock);
 	s = slot(r, key, uid);
-	s->newest = *t;
-	s->waiting = 1;
+	/* A report behind the one before is a chief that went back to a
+	 * backup. Said once, even when a newer report replaces this one
+	 * before the status shows it: the step it went back from rides on. */
+	long long from = s->waiting ? s->newest.resumed_from : -1;
+	int new_chief = s->waiting && s->newest.new_chief;
+	int other = s->chief[0] != '\0' && t->chief[0] != '\0' && strcmp(s->chief, t->chief) != 0;
+
 	s->seq++;
+	if (s->last_step >= 0 && (s->last_step > t->global_step || other)) {
+		from = s->last_step > from ? s->last_step : from;
+		new_chief |= other;
+		s->went_back = s->seq;
+	}
+	s->last_step = t->global_step;
+	if (t->chief[0] != '\0')
+		snprintf(s->chief, sizeof(s->chief), "%s", t->chief);
+	s->newest = *t;
+	s->newest.resumed_from = from;
+	s->newest.new_chief = new_chief;
+	s->waiting = 1;
 	r->accepted++;
 	wait = wait_of(r, s, now_ms);
 	pthread_mutex_unlock(&r->lock);
@@ -133,6 +154,12 @@ void reports_written(struct reports *r, const char *key, const char *uid, long l
 		/* A report that came while the pass wrote stays waiting: it
 		 * is newer than what the pass took. */
 		s->waiting = s->seq != s->taken;
+		/* What was written said where training went back from; a newer
+		 * report says it again only if it went back again. */
+		if (s->went_back <= s->taken) {
+			s->newest.resumed_from = -1;
+			s->newest.new_chief = 0;
+		}
 		s->taken = 0;
 		s->written_ms = now_ms;
 	}

@@ -44,11 +44,11 @@ void training_format_eta(long long s, char *out)
 		snprintf(out, n, m % 60 ? "%lldh%lldm" : "%lldh", h, m % 60);
 	else if (h < 48)
 		snprintf(out, n, "%lldh", h);
-	else if (h < 24 * 8)
+	else if (h < 24LL * 8)
 		snprintf(out, n, h % 24 ? "%lldd%lldh" : "%lldd", d, h % 24);
-	else if (h < 24 * 365 * 2)
+	else if (h < 24LL * 365 * 2)
 		snprintf(out, n, "%lldd", d);
-	else if (h < 24 * 365 * 8)
+	else if (h < 24LL * 365 * 8)
 		snprintf(out, n, d % 365 ? "%lldy%lldd" : "%lldy", d / 365, d % 365);
 	else
 		snprintf(out, n, "%lldy", d / 365);
@@ -73,6 +73,7 @@ static void unknown(struct training_status *t)
 	t->global_step = t->total_steps = -1;
 	t->eta_seconds = t->last_backup_step = -1;
 	t->percent = -1;
+	t->resumed_from = -1;
 }
 
 /* --- Reading a report --- */

@@ -26,11 +26,12 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
-#define TRAINING_REPORT_MAX  (16 * 1024) /* bytes of a report's body */
-#define TRAINING_METRICS_MAX 16          /* in metrics, and in validation */
-#define TRAINING_NAME_LEN    64          /* a metric's name, NUL included */
-#define TRAINING_ETA_LEN     32          /* "12d3h", "4m10s" */
-#define TRAINING_TIME_LEN    32          /* "2026-11-25T01:02:03Z" */
+#define TRAINING_REPORT_MAX  16384 /* bytes of a report's body: 16 KiB */
+#define TRAINING_METRICS_MAX 16    /* in metrics, and in validation */
+#define TRAINING_NAME_LEN    64    /* a metric's name, NUL included */
+#define TRAINING_ETA_LEN     32    /* "12d3h", "4m10s" */
+#define TRAINING_TIME_LEN    32    /* "2026-11-25T01:02:03Z" */
+#define TRAINING_UID_LEN     64    /* a pod's uid */
 /* Steps and epochs: what a JSON number holds exactly. */
 #define TRAINING_COUNT_MAX 9007199254740992LL
 
@@ -61,6 +62,13 @@ struct training_status {
 	int has_learning_rate;
 	double learning_rate;
 	char reported[TRAINING_TIME_LEN]; /* when the operator received it (RFC 3339) */
+	/* Not in the status. The chief's pod uid, as its token's review
+	 * said. The step reported last before this report when it went back
+	 * or came from another chief (a chief that resumed from a backup), as
+	 * reports.c saw it, -1 when neither; new_chief: the latter. */
+	char chief[TRAINING_UID_LEN];
+	long long resumed_from;
+	int new_chief;
 };
 
 /* --- Reading --- */

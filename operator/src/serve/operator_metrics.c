@@ -289,6 +289,88 @@ static void process_metrics(FILE *f, const struct operator_metrics *m)
 		            "Maximum number of open file descriptors.", (double)rl.rlim_cur);
 }
 
+/* --- The chiefs' reports --- */
+
+enum training_gauge { G_PROGRESS, G_RATE, G_STEP, G_LOSS, G_ETA, TRAINING_GAUGES };
+
+struct gauge_pass {
+	FILE *f;
+	enum training_gauge which;
+	const char *name;
+};
+
+static void training_sample(void *ctx, const char *key, const struct training_status *t)
+{
+	const struct gauge_pass *g = ctx;
+	const char *slash = strchr(key, '/');
+	char ns[JOB_NAME_LEN];
+	struct prom_label labels[2] = {{"namespace", ns}, {"job", slash ? slash + 1 : key}};
+	double v;
+
+	snprintf(ns, sizeof(ns), "%.*s", slash ? (int)(slash - key) : 0, key);
+	switch (g->which) {
+	case G_PROGRESS:
+		if (t->total_steps <= 0)
+			return;
+		v = (double)t->global_step / (double)t->total_steps;
+		break;
+	case G_RATE:
+		if (!t->has_rate)
+			return;
+		v = t->samples_per_second;
+		break;
+	case G_STEP:
+		v = (double)t->global_step;
+		break;
+	case G_LOSS:
+		if (!t->has_loss)
+			return;
+		v = t->loss;
+		break;
+	case G_ETA:
+	default:
+		if (t->eta_seconds < 0)
+			return;
+		v = (double)t->eta_seconds;
+		break;
+	}
+	prom_sample(g->f, g->name, labels, 2, v);
+}
+
+static void training_metrics(FILE *f, struct controller *c, const struct status_endpoint *e)
+{
+	static const struct {
+		const char *name, *help;
+	} gauges[TRAINING_GAUGES] = {
+	    {P "job_training_progress_ratio",
+	     "Steps done over the run's steps, as the chief reported"},
+	    {P "job_training_samples_per_second", "Examples trained a second over the last minute"},
+	    {P "job_training_global_step", "The last step the chief reported"},
+	    {P "job_training_loss", "The last training loss the chief reported"},
+	    {P "job_training_eta_seconds", "Seconds of training left, as the chief estimated"},
+	};
+	static const char *const results[] = {"accepted", "unauthorized", "forbidden",
+	                                      "limited",  "bad",          "unavailable"};
+
+	for (int k = 0; k < TRAINING_GAUGES; k++) {
+		struct gauge_pass g = {f, (enum training_gauge)k, gauges[k].name};
+
+		prom_family(f, gauges[k].name, "gauge", gauges[k].help);
+		reports_each(&c->reports, training_sample, &g);
+	}
+	if (e == NULL)
+		return;
+	const unsigned long *counts[] = {&e->accepted, &e->unauthorized, &e->forbidden,
+	                                 &e->limited,  &e->bad,          &e->unavailable};
+	prom_family(f, P "status_reports_total", "counter",
+	            "Training reports the status endpoint answered, by result");
+	for (size_t k = 0; k < sizeof(results) / sizeof(results[0]); k++) {
+		struct prom_label l = {"result", results[k]};
+
+		prom_sample(f, P "status_reports_total", &l, 1, (double)load(counts[k]));
+	}
+}
+
 char *operator_metrics_render(const struct operator_metrics *m, size_t *len)
 {
 	char *text = NULL;
@@ -305,6 +387,7 @@ char *operator_metrics_render(const struct operator_metrics *m, size_t *len)
 	queue_metrics(f, m->controller);
 	api_metrics(f, m->api);
 	leader_metrics(f, m->leader);
+	training_metrics(f, m->controller, m->status);
 	process_metrics(f, m);
 	if (fclose(f) != 0) {
 		free(text);

@@ -19,6 +19,13 @@
  *   mwj_operator_workqueue_adds_total, _workqueue_retries_total
  *   mwj_operator_leader, mwj_operator_leader_transitions_total{event}
  *   mwj_operator_build_info{version}
+ *   mwj_operator_job_training_progress_ratio{namespace,job}  from the chiefs'
+ *   mwj_operator_job_training_samples_per_second{namespace,job}  newest
+ *   mwj_operator_job_training_global_step{namespace,job}          reports
+ *   mwj_operator_job_training_loss{namespace,job}
+ *   mwj_operator_job_training_eta_seconds{namespace,job}
+ *   mwj_operator_status_reports_total{result}  accepted, unauthorized,
+ *                                    forbidden, limited, bad, unavailable
  *   process_cpu_seconds_total, process_resident_memory_bytes,
  *   process_virtual_memory_bytes, process_start_time_seconds,
  *   process_open_fds, process_max_fds    (the client libraries' standard)
@@ -31,11 +38,13 @@
 #include "controller.h"
 #include "kube_api.h"
 #include "leader.h"
+#include "status_endpoint.h"
 
 struct operator_metrics {
 	struct controller *controller;
 	struct leader *leader; /* NULL: no leader election (always leads) */
 	struct kube_api *api;
+	const struct status_endpoint *status; /* NULL: no reports are taken */
 	const char *version;
 	double start_time_s; /* Unix time the process started */
 };

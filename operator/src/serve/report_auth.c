@@ -37,7 +37,7 @@ static void extra_first(char *out, size_t n, const cJSON *extra, const char *key
 {
 	const cJSON *list = cJSON_GetObjectItemCaseSensitive(extra, key);
 	const cJSON *first = cJSON_IsArray(list) ? cJSON_GetArrayItem(list, 0) : NULL;
-	const char *s = cJSON_IsString(first) ? first->valuestring : "";
+	const char *s = first != NULL && cJSON_IsString(first) ? first->valuestring : "";
 
 	out[0] = '\0';
 	if (strlen(s) < n)

@@ -17,7 +17,7 @@
 
 #include "atomic_file.h"
 
-#define PEM_MAX (64 * 1024) /* a CA file: a certificate or a key, a few KiB */
+#define PEM_MAX 65536 /* a CA file: a certificate or a key, a few KiB */
 
 void pem_pair_release(struct pem_pair *p)
 {

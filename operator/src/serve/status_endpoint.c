@@ -9,6 +9,7 @@
 
 #include "json_out.h"
 #include "log.h"
+#include "ratelimit.h"
 #include "timefmt.h"
 #include "timers.h"
 
@@ -52,6 +53,8 @@ void status_endpoint_init_sources(struct status_endpoint *e, const struct status
 	e->api = api;
 	e->audience = audience != NULL && audience[0] ? audience : REPORT_AUDIENCE;
 	report_reviews_init(&e->reviews);
+	pthread_mutex_init(&e->review_lock, NULL);
+	ratelimit_init(&e->review_rate, STATUS_REVIEW_BURST, STATUS_REVIEW_REFILL_MS);
 }
 
 void status_endpoint_release(struct status_endpoint *e)
@@ -59,6 +62,8 @@ void status_endpoint_release(struct status_endpoint *e)
 	if (e == NULL)
 		return;
 	report_reviews_release(&e->reviews);
+	if (e->review_rate.burst > 0)
+		pthread_mutex_destroy(&e->review_lock);
 }
 
 /* --- The path --- */
@@ -155,10 +160,16 @@ static int reviewed(struct status_endpoint *e, const char *token, struct token_r
 	struct kube_result res = {0};
 	char path[KUBE_PATH_LEN];
 	cJSON *req, *answer = NULL;
-	int rc;
+	long long suppressed;
+	int rc, allowed;
 
 	if (report_reviews_get(&e->reviews, token, wall_s(), r))
 		return 0;
+	pthread_mutex_lock(&e->review_lock);
+	allowed = ratelimit_allow(&e->review_rate, timers_now_ms(), &suppressed);
+	pthread_mutex_unlock(&e->review_lock);
+	if (!allowed)
+		return 1;
 	if (kube_path(path, "authentication.k8s.io", "v1", "", "tokenreviews", NULL) < 0)
 		return err_set(err, "tokenreviews: path too long");
 	req = report_review_request(token, e->audience);
@@ -183,12 +194,13 @@ static void count(unsigned long *n)
 /* Whether the token's bearer may report for the job: replies and returns
  * -1 when not. */
 static int authorize(struct status_endpoint *e, const char *authorization, const struct job *j,
-                     struct status_reply *out)
+                     char *chief, struct status_reply *out)
 {
 	struct token_review r;
 	char err[ERR_LEN], why[ERR_LEN];
 	enum report_verdict v;
 	cJSON *pod;
+	int rc;
 
 	if (authorization == NULL || strncmp(authorization, BEARER, sizeof(BEARER) - 1) != 0 ||
 	    authorization[sizeof(BEARER) - 1] == '\0') {
@@ -196,18 +208,27 @@ static int authorize(struct status_endpoint *e, const char *authorization, const
 		reply(out, 401, "Unauthorized", "Unauthorized", NULL, 0);
 		return -1;
 	}
-	if (reviewed(e, authorization + sizeof(BEARER) - 1, &r, err) < 0) {
+	rc = reviewed(e, authorization + sizeof(BEARER) - 1, &r, err);
+	if (rc < 0) {
 		count(&e->unavailable);
 		log_warn("job %s/%s: a report's token could not be reviewed: %s", j->ns, j->name,
 		         err);
 		reply(out, 503, "ServiceUnavailable", "the token could not be reviewed", NULL, 1);
 		return -1;
 	}
+	if (rc == 1) {
+		count(&e->limited);
+		reply(out, 429, "TooManyRequests", "too many new tokens; try again in 1 s", NULL,
+		      1);
+		return -1;
+	}
 	pod = r.pod_name[0] ? e->src.pod(e->src.ctx, j->ns, r.pod_name) : NULL;
 	v = report_decide(&r, j, pod, why);
 	cJSON_Delete(pod);
-	if (v == REPORT_ALLOW)
+	if (v == REPORT_ALLOW) {
+		snprintf(chief, TRAINING_UID_LEN, "%s", r.pod_uid);
 		return 0;
+	}
 	/* The API server says only "Unauthorized" to a bad token; the reason
 	 * goes to the operator's log, where the job's owner can ask. */
 	log_debug("job %s/%s: a report refused: %s", j->ns, j->name, why);
@@ -242,8 +263,8 @@ static int find_job(struct status_endpoint *e, const char *ns, const char *name,
 	return -1;
 }
 
-static void take(struct status_endpoint *e, const struct job *j, const char *body, size_t len,
-                 struct status_reply *out)
+static void take(struct status_endpoint *e, const struct job *j, const char *chief,
+                 const char *body, size_t len, struct status_reply *out)
 {
 	struct training_status t;
 	char now[TIMEFMT_LEN], err[ERR_LEN], key[WORKQUEUE_KEY_LEN];
@@ -257,6 +278,7 @@ static void take(struct status_endpoint *e, const struct job *j, const char *bod
 			reply(out, 400, "BadRequest", err, NULL, 0);
 		return;
 	}
+	snprintf(t.chief, sizeof(t.chief), "%s", chief);
 	job_key(j, key, sizeof(key));
 	e->src.report(e->src.ctx, key, j->uid, &t);
 	count(&e->accepted);
@@ -268,6 +290,7 @@ void status_endpoint_handle(struct status_endpoint *e, const char *method, const
                             struct status_reply *out)
 {
 	char ns[JOB_NAME_LEN], name[JOB_NAME_LEN], key[WORKQUEUE_KEY_LEN], msg[128];
+	char chief[TRAINING_UID_LEN] = "";
 	cJSON *obj = NULL;
 	long long wait;
 	struct job j;
@@ -292,6 +315,10 @@ void status_endpoint_handle(struct status_endpoint *e, const char *method, const
 	if (find_job(e, ns, name, &j, &obj, out) < 0)
 		return;
 	job_key(&j, key, sizeof(key));
+	if (authorize(e, authorization, &j, chief, out) < 0)
+		goto out;
+	/* The job's rate counts its chief's reports only: nobody else's
+	 * requests can use up its budget. */
 	wait = reports_admit(e->src.reports, key, timers_now_ms());
 	if (wait > 0) {
 		int s = (int)((wait + 999) / 1000);
@@ -299,9 +326,10 @@ void status_endpoint_handle(struct status_endpoint *e, const char *method, const
 		count(&e->limited);
 		snprintf(msg, sizeof(msg), "too many reports; try again in %d s", s);
 		reply(out, 429, "TooManyRequests", msg, NULL, s);
-	} else if (authorize(e, authorization, &j, out) == 0) {
-		take(e, &j, body, len, out);
+		goto out;
 	}
+	take(e, &j, chief, body, len, out);
+out:
 	job_release(&j);
 	cJSON_Delete(obj);
 }

@@ -12,12 +12,16 @@
  *   405 MethodNotAllowed  not a POST
  *   503 ServiceUnavailable this replica is not the leader (Retry-After 1:
  *                         the Service may route the next try elsewhere)
- *   429 TooManyRequests   the job's requests are over their rate (reports.h),
- *                         with Retry-After; before any TokenReview
  *   401 Unauthorized      no bearer token, or one the TokenReview refuses
+ *   429 TooManyRequests   a token not reviewed yet, beyond the operator's
+ *                         rate of TokenReviews (STATUS_REVIEW_*): a flood of
+ *                         made-up tokens costs the API server little
  *   403 Forbidden         a valid token that is not the job's chief's
  *                         (report_auth.h)
  *   503 ServiceUnavailable the TokenReview could not be made
+ *   429 TooManyRequests   the chief's reports are over the job's rate
+ *                         (reports.h), with Retry-After: counted after the
+ *                         chief is known, so others cannot use it up
  *   413 RequestEntityTooLarge, 400 BadRequest  the body (training.h's caps)
  *   200 Success           the report is kept; the status shows it within
  *                         the job's write interval
@@ -31,7 +35,12 @@
 #include <stddef.h>
 
 #include "controller.h"
+#include "ratelimit.h"
 #include "report_auth.h"
+
+/* TokenReviews of tokens not in the cache: a burst, then one per refill. */
+#define STATUS_REVIEW_BURST     50
+#define STATUS_REVIEW_REFILL_MS 50LL
 
 /* Where the endpoint finds jobs and pods, and where reports go: the
  * controller's caches and controller_report (status_endpoint_init), or
@@ -53,6 +62,8 @@ struct status_endpoint {
 	int (*active)(void *ctx);
 	void *active_ctx;
 	struct report_reviews reviews;
+	pthread_mutex_t review_lock;
+	struct ratelimit review_rate;
 	/* Answers by kind, for metrics. */
 	unsigned long accepted, unauthorized, forbidden, limited, bad, unavailable;
 };

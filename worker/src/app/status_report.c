@@ -191,8 +191,10 @@ static long post(struct status_report *r, const char *body, long *retry_s, char 
 	return code;
 }
 
-/* One report of the newest snapshot, with a 503's one retry. */
-static void report_once(struct status_report *r)
+/* One report of the newest snapshot, with a 503's one retry. Returns 0
+ * when there is nothing to report yet (where training stands is not
+ * known: a backup or a peer's state still to load), 1 otherwise. */
+static int report_once(struct status_report *r)
 {
 	struct worker_metrics_snapshot s;
 	char err[ERR_LEN] = "", *text;
@@ -200,6 +202,8 @@ static void report_once(struct status_report *r)
 	cJSON *body;
 
 	worker_metrics_snapshot(r->m, &s, worker_metrics_now_us());
+	if (s.epoch == 0)
+		return 0;
 	body = status_report_body(&s);
 	text = json_print(body);
 	cJSON_Delete(body);
@@ -221,7 +225,7 @@ static void report_once(struct status_report *r)
 			         r->failures);
 		r->failures = 0;
 		r->sent++;
-		return;
+		return 1;
 	}
 	if (r->failures++ == 0)
 		log_warn("status: a report to the operator failed (%s); training goes on, the next "
@@ -229,6 +233,7 @@ static void report_once(struct status_report *r)
 		         err);
 	else
 		log_debug("status: a report failed: %s", err);
+	return 1;
 }
 
 /* --- The thread --- */
@@ -256,8 +261,10 @@ static void *reporter_main(void *arg)
 		r->kicked = 0;
 		r->last_ms = now;
 		pthread_mutex_unlock(&r->lock);
-		report_once(r);
+		int sent = report_once(r);
 		pthread_mutex_lock(&r->lock);
+		if (!sent) /* look again soon; the trainer kicks once it knows */
+			r->last_ms = now - STATUS_REPORT_INTERVAL_MS + STATUS_REPORT_POLL_MS;
 	}
 	pthread_mutex_unlock(&r->lock);
 	return NULL;
@@ -333,7 +340,7 @@ void status_report_stop(struct status_report *r, int last)
 	pthread_mutex_unlock(&r->lock);
 	pthread_join(r->thread, NULL);
 	if (last)
-		report_once(r);
+		(void)report_once(r);
 	curl_easy_cleanup(r->curl);
 	pthread_mutex_destroy(&r->lock);
 	pthread_cond_destroy(&r->wake);

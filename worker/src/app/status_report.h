@@ -39,7 +39,8 @@
 #define STATUS_REPORT_INTERVAL_MS 5000
 #define STATUS_REPORT_MIN_GAP_MS  1000
 #define STATUS_REPORT_TIMEOUT_MS  5000
-#define STATUS_REPORT_TOKEN_MAX   (16 * 1024)
+#define STATUS_REPORT_POLL_MS     250   /* before training's position is known */
+#define STATUS_REPORT_TOKEN_MAX   16384 /* 16 KiB */
 
 struct status_report;
 
@@ -48,7 +49,8 @@ struct status_report;
  * part, which is logged once): the caller then reports nothing. */
 struct status_report *status_report_start(struct worker_metrics *m);
 
-/* An epoch ended: report soon. Accepts NULL. */
+/* An epoch ended, or training's position became known (a backup
+ * restored): report soon. Accepts NULL. */
 void status_report_kick(struct status_report *r);
 
 /* Stops the reporter; when last, sends one final report first. Frees r;

@@ -249,6 +249,7 @@ static int restore(struct run *r, const struct train_config *cfg, char *err)
 	log_info("restored the backup of step %llu (epoch %d, step %ld) from '%s'",
 	         (unsigned long long)c.pos.global_step, c.pos.epoch + 1, c.pos.step,
 	         cfg->backup_dir);
+	worker_metrics_restored(cfg->worker_metrics, c.pos.global_step);
 	if (c.seed != cfg->seed)
 		log_warn("the backup was written with --seed %llu; going on with --seed %llu "
 		         "changes the data order",
@@ -875,6 +876,7 @@ int trainer_fit(const struct train_config *cfg, FILE *out, struct train_result *
 	rc = r.comm.world > 1 ? sync_state(&r, &from, err) : 0;
 	if (rc == 0) {
 		adopt_position(&r, cfg);
+		status_report_kick(cfg->status_report); /* where it resumes, at once */
 		if (make_backend(&r, cfg, err) < 0) {
 			rc = -1;
 			goto out;

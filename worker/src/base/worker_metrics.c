@@ -250,6 +250,15 @@ void worker_metrics_backup(struct worker_metrics *m, uint64_t step, unsigned lon
 	pthread_mutex_unlock(&m->mu);
 }
 
+void worker_metrics_restored(struct worker_metrics *m, uint64_t step)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->mu);
+	m->s.last_backup_step = (long long)step;
+	pthread_mutex_unlock(&m->mu);
+}
+
 void worker_metrics_snapshot(struct worker_metrics *m, struct worker_metrics_snapshot *out,
                              long long now_us)
 {
