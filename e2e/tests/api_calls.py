@@ -320,16 +320,20 @@ def derive(src):
     return triples
 
 
+SCOPES = ("watched", "lease", "cluster", "admission")
+
+
 def read_list(path):
     """operator/api_calls.txt: 'group resource verb scope ...' per line,
-    group "core" for the core API; # starts a comment."""
+    group "core" for the core API; # starts a comment. The scope says
+    which role of the chart grants the call (the list's header)."""
     out = {}
     for n, raw in enumerate(open(path), 1):
         line = raw.split("#", 1)[0].split()
         if not line:
             continue
-        if len(line) < 4 or line[3] not in ("watched", "lease", "admission"):
-            sys.exit("%s:%d: want 'group resource verb watched|lease|admission'" % (path, n))
+        if len(line) < 4 or line[3] not in SCOPES:
+            sys.exit("%s:%d: want 'group resource verb %s'" % (path, n, "|".join(SCOPES)))
         group = "" if line[0] == "core" else line[0]
         out[(group, line[1], line[2])] = line[3]
     return out

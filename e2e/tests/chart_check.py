@@ -6,17 +6,37 @@ exits 1:
 
   chart_check.py kinds FILE KIND...        valid YAML, these kinds exactly
   chart_check.py deployment FILE NS ARG... the pod: security, probes, args
-  chart_check.py rbac FILE NS LIST WATCH ELECT [ADMISSION]
-        the roles grant exactly LIST's calls: the watched ones through a
-        ClusterRole (WATCH "") or a Role in namespace WATCH, the Lease's
-        through a Role in NS when ELECT is "true"; ADMISSION "true" adds
-        the list's admission lines; every binding names the chart's
-        ServiceAccount in NS
+  chart_check.py rbac FILE NS LIST WATCH ELECT [ADMISSION [STATUS]]
+        the roles grant exactly LIST's calls, each scope through its own
+        role: the watched ones through the ClusterRole <fullname>
+        (WATCH "") or the Role <fullname> in namespace WATCH; the Lease's
+        through the Role <fullname>-leader-election in NS when ELECT is
+        "true"; the cluster ones through the ClusterRole
+        <fullname>-tokenreview when STATUS is "true"; ADMISSION "true"
+        adds the list's admission lines to the watched role. No other
+        role; each bound once, by a binding of its own kind in its own
+        namespace, to the chart's ServiceAccount in NS
+  chart_check.py status FILE NS on [SECRET]
+        the status endpoint wired up: --status-url is
+        https://<the status Service>.NS.svc:<its port>, that Service
+        selects the pods and targets the container port --status-addr
+        names, --status-ca-dir is a read-only mount of the CA Secret:
+        SECRET, which the chart must not render, else the chart's own
+        kubernetes.io/tls Secret holding a CA and its key
+  chart_check.py status FILE NS off
+        none of it: no --status-* flag, no status port, Service, Secret
+        or mount, no role granting tokenreviews
   chart_check.py metrics FILE NS           Service, ServiceMonitor and PDB
                                            select the Deployment's pods
   chart_check.py notes FILE WORD...        the rendered NOTES.txt says each
+
+<fullname> is the Deployment's name: the chart names every object after
+the release's full name.
 """
+import base64
 import os
+import re
+import subprocess
 import sys
 
 import yaml
@@ -106,10 +126,13 @@ def check_deployment(path, ns, *want_args):
         need(get.get("path") == path and get.get("port") == "health",
              "%s is not GET %s on port health: %r", probe, path, get)
     need(c.get("resources", {}).get("limits", {}).get("memory"), "no memory limit")
-    # A read-only root: anything written goes to an emptyDir.
+    # A read-only root: anything written goes to an emptyDir; what is only
+    # read (the status CA) is a Secret mounted read-only.
     vols = {v["name"]: v for v in pod.get("volumes", [])}
     for m in c.get("volumeMounts", []):
-        need("emptyDir" in vols.get(m["name"], {}), "mount %s is no emptyDir", m["name"])
+        v = vols.get(m["name"], {})
+        need("emptyDir" in v or ("secret" in v and m.get("readOnly") is True),
+             "mount %s is no emptyDir nor a Secret mounted read-only", m["name"])
     # Leader election is always on, and an upgrade stops every old pod
     # before a new one starts (deployment.yaml says why): two operators
     # never act at once, whatever the old pods run.
@@ -137,49 +160,189 @@ def triples(role):
     return out
 
 
-def check_rbac(path, ns, listfile, watch, elect, admission="false"):
+def check_rbac(path, ns, listfile, watch, elect, admission="false", status="false"):
     docs = load(path)
     listed = api_calls.read_list(listfile)
-    want_watched = {t for t, s in listed.items()
-                    if s == "watched" or (s == "admission" and admission == "true")}
-    want_lease = {t for t, s in listed.items() if s == "lease"}
+    full = only(docs, "Deployment")["metadata"]["name"]
     sa = only(docs, "ServiceAccount")["metadata"]["name"]
-    roles = [d for d in docs if d["kind"] in ("Role", "ClusterRole")]
-    bindings = [d for d in docs if d["kind"] in ("RoleBinding", "ClusterRoleBinding")]
-    kind = "Role" if watch else "ClusterRole"
-    watched = [r for r in roles if r["kind"] == kind and
-               r["metadata"].get("namespace") == (watch or None)]
-    need(len(watched) == 1, "want one %s%s, found %d", kind,
-         " in " + watch if watch else "", len(watched))
-    got = triples(watched[0])
-    for t in sorted(want_watched - got):
-        raise Failed("%s does not grant %s" % (kind, api_calls.show(t)))
-    for t in sorted(got - want_watched):
-        raise Failed("%s grants %s, which the operator never calls" % (kind, api_calls.show(t)))
-    lease = [r for r in roles if r is not watched[0]]
-    if elect == "true":
-        need(len(lease) == 1 and lease[0]["kind"] == "Role" and
-             lease[0]["metadata"].get("namespace") == ns,
-             "want one more Role, for the Lease, in %s", ns)
-        need(triples(lease[0]) == want_lease, "the Lease's Role grants %s, want %s",
-             sorted(triples(lease[0])), sorted(want_lease))
-        for rule in lease[0]["rules"]:
-            # Only create, whose path names no object, may go unnamed.
-            need(rule["verbs"] == ["create"] or len(rule.get("resourceNames", [])) == 1,
-                 "the Lease's %s is not limited to one Lease", rule["verbs"])
-    else:
-        need(not lease, "a Role for the Lease without leader election")
-    need(len(bindings) == len(roles), "%d bindings for %d roles", len(bindings), len(roles))
-    for b in bindings:
-        ref = b["roleRef"]
-        target = [r for r in roles if r["kind"] == ref["kind"] and
-                  r["metadata"]["name"] == ref["name"] and
-                  r["metadata"].get("namespace") == b["metadata"].get("namespace")]
-        need(len(target) == 1, "%s %s binds nothing the chart renders", b["kind"],
-             b["metadata"]["name"])
+    # The role each scope of the list is granted through: (kind, namespace,
+    # name), or None where the chart must render no such role.
+    slots = {
+        "watched": ("Role", watch, full) if watch else ("ClusterRole", None, full),
+        "lease": ("Role", ns, full + "-leader-election") if elect == "true" else None,
+        "cluster": ("ClusterRole", None, full + "-tokenreview") if status == "true" else None,
+    }
+    want = {}
+    for t, scope in listed.items():
+        if scope == "admission":
+            if admission == "true":
+                want.setdefault(slots["watched"], set()).add(t)
+            continue
+        need(scope in slots, "%s: scope %r, which this check does not know", listfile, scope)
+        if slots[scope] is not None:
+            want.setdefault(slots[scope], set()).add(t)
+    roles = {}
+    for d in docs:
+        if d["kind"] in ("Role", "ClusterRole"):
+            key = (d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"])
+            need(key not in roles, "two %ss named %s", d["kind"], key[2])
+            roles[key] = d
+
+    def show_role(key):
+        return "%s %s%s" % (key[0], key[1] + "/" if key[1] else "", key[2])
+
+    for key in sorted(set(want) - set(roles), key=str):
+        raise Failed("no %s, which would grant %s" % (
+            show_role(key), ", ".join(api_calls.show(t) for t in sorted(want[key]))))
+    for key in sorted(set(roles) - set(want), key=str):
+        raise Failed("%s, which these values must not render (it grants %s)" % (
+            show_role(key), ", ".join(api_calls.show(t) for t in sorted(triples(roles[key])))))
+    for key, role in sorted(roles.items(), key=lambda kv: str(kv[0])):
+        got = triples(role)
+        for t in sorted(want[key] - got):
+            raise Failed("%s does not grant %s" % (show_role(key), api_calls.show(t)))
+        for t in sorted(got - want[key]):
+            if t in listed:
+                raise Failed("%s grants %s, which the list's scope %s gives another role" %
+                             (show_role(key), api_calls.show(t), listed[t]))
+            raise Failed("%s grants %s, which the operator never calls" %
+                         (show_role(key), api_calls.show(t)))
+    lease = slots["lease"]
+    for rule in roles[lease]["rules"] if lease else []:
+        # Only create, whose path names no object, may go unnamed.
+        need(rule["verbs"] == ["create"] or len(rule.get("resourceNames", [])) == 1,
+             "the Lease's %s is not limited to one Lease", rule["verbs"])
+    # Each role bound once, by its own kind of binding: a RoleBinding of a
+    # ClusterRole would grant a cluster-scoped resource nowhere, and a
+    # ClusterRoleBinding of the watched role every namespace.
+    bound = {}
+    for b in [d for d in docs if d["kind"] in ("RoleBinding", "ClusterRoleBinding")]:
+        ref, bns = b["roleRef"], b["metadata"].get("namespace")
+        name = "%s %s" % (b["kind"], b["metadata"]["name"])
+        need(ref["kind"] + "Binding" == b["kind"], "%s binds a %s", name, ref["kind"])
+        key = (ref["kind"], bns, ref["name"])
+        need(key in roles, "%s binds nothing the chart renders", name)
+        need(key not in bound, "%s binds %s again", name, show_role(key))
+        bound[key] = b
         need(b["subjects"] == [{"kind": "ServiceAccount", "name": sa, "namespace": ns}],
-             "%s %s binds %r, not the chart's ServiceAccount", b["kind"],
-             b["metadata"]["name"], b["subjects"])
+             "%s binds %r, not the chart's ServiceAccount", name, b["subjects"])
+    for key in sorted(set(roles) - set(bound), key=str):
+        raise Failed("%s is bound by nothing" % show_role(key))
+
+
+STATUS_FLAGS = ("--status-url", "--status-addr", "--status-audience", "--status-ca-dir")
+
+
+def flag(args, name):
+    """The value of the one --name=VALUE in args, or None when none."""
+    found = [a.split("=", 1)[1] for a in args if a.startswith(name + "=")]
+    need(len(found) <= 1, "%s given %d times", name, len(found))
+    return found[0] if found else None
+
+
+def openssl(*args, stdin):
+    """openssl ARGS... reading stdin (bytes): its output, or Failed."""
+    r = subprocess.run(("openssl",) + args, input=stdin, capture_output=True)
+    need(r.returncode == 0, "openssl %s: %s", " ".join(args), r.stderr.decode().strip())
+    return r.stdout.decode()
+
+
+def check_ca_secret(secret, ns):
+    """The chart's own CA Secret: a kubernetes.io/tls Secret whose tls.crt
+    is a CA's certificate (the operator signs its serving certificate
+    with it, and refuses one that is not a CA's) and whose tls.key is that
+    certificate's key. Read by the openssl command, which install-deps.sh
+    installs."""
+    name = secret["metadata"]["name"]
+    need(secret["metadata"].get("namespace") == ns, "Secret %s not in %s", name, ns)
+    need(secret.get("type") == "kubernetes.io/tls", "Secret %s: type %r, not kubernetes.io/tls",
+         name, secret.get("type"))
+    data = secret.get("data") or {}
+    need(set(data) == {"tls.crt", "tls.key"}, "Secret %s holds %s, want tls.crt and tls.key",
+         name, sorted(data))
+    crt, key = base64.b64decode(data["tls.crt"]), base64.b64decode(data["tls.key"])
+    text = openssl("x509", "-noout", "-text", stdin=crt)
+    need(re.search(r"X509v3 Basic Constraints: critical\s+CA:TRUE", text),
+         "Secret %s: the certificate is no CA's (no critical CA:TRUE)", name)
+    need(re.search(r"X509v3 Key Usage:.*\n.*Certificate Sign", text),
+         "Secret %s: the certificate may not sign certificates", name)
+    need(openssl("x509", "-noout", "-pubkey", stdin=crt) ==
+         openssl("pkey", "-pubout", stdin=key),
+         "Secret %s: tls.key is not the certificate's key", name)
+    # A CA that expires takes every job's reports with it: years, not days.
+    r = subprocess.run(("openssl", "x509", "-noout", "-checkend", str(5 * 365 * 86400)),
+                       input=crt, capture_output=True)
+    need(r.returncode == 0, "Secret %s: the CA expires within five years", name)
+
+
+def check_status(path, ns, mode, secret=None):
+    docs = load(path)
+    dep = only(docs, "Deployment")
+    pod = dep["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    args = c.get("args", [])
+    ports = {p["name"]: p["containerPort"] for p in c.get("ports", [])}
+    services = [d for d in docs if d["kind"] == "Service"]
+    secrets = [d for d in docs if d["kind"] == "Secret"]
+    vols = {v["name"]: v for v in pod.get("volumes", [])}
+    if mode == "off":
+        for f in STATUS_FLAGS:
+            need(flag(args, f) is None, "%s with the status endpoint off", f)
+        need("status" not in ports, "a container port 'status' with the status endpoint off")
+        for svc in services:
+            need(all(p.get("name") != "status" for p in svc["spec"]["ports"]) and
+                 svc["metadata"]["labels"].get("app.kubernetes.io/component") != "status",
+                 "Service %s with the status endpoint off", svc["metadata"]["name"])
+        need(not secrets, "Secret %s with the status endpoint off",
+             [d["metadata"]["name"] for d in secrets])
+        need(not [v for v in vols.values() if "secret" in v], "a Secret mounted with it off")
+        for role in [d for d in docs if d["kind"] in ("Role", "ClusterRole")]:
+            need(not [t for t in triples(role) if t[1] == "tokenreviews"],
+                 "%s %s grants tokenreviews with the status endpoint off", role["kind"],
+                 role["metadata"]["name"])
+        return
+    need(mode == "on", "status mode %r is neither on nor off", mode)
+    # The URL names the Service in the release's namespace, and its port.
+    url = flag(args, "--status-url")
+    need(url is not None, "no --status-url")
+    m = re.fullmatch(r"https://([a-z0-9-]+)\.([a-z0-9-]+)\.svc:([0-9]+)", url)
+    need(m is not None, "--status-url=%s is not https://<service>.<namespace>.svc:<port>", url)
+    svc_name, svc_ns, url_port = m.group(1), m.group(2), int(m.group(3))
+    need(svc_ns == ns, "--status-url=%s: namespace %s, not the release's %s", url, svc_ns, ns)
+    named = [d for d in services if d["metadata"]["name"] == svc_name]
+    need(len(named) == 1, "--status-url=%s names no Service the chart renders", url)
+    svc = named[0]
+    need(svc["metadata"].get("namespace") == ns, "Service %s not in %s", svc_name, ns)
+    need(selects(svc["spec"]["selector"], dep["spec"]["template"]["metadata"]["labels"]),
+         "Service %s selects no operator pod", svc_name)
+    sp = [p for p in svc["spec"]["ports"] if p["port"] == url_port]
+    need(len(sp) == 1, "Service %s has no port %d (--status-url's)", svc_name, url_port)
+    target = sp[0].get("targetPort", url_port)
+    target = ports.get(target) if isinstance(target, str) else target
+    addr = flag(args, "--status-addr")
+    need(addr is not None and re.fullmatch(r":[0-9]+", addr), "--status-addr=%s is not :PORT", addr)
+    need(ports.get("status") == int(addr[1:]) and target == int(addr[1:]),
+         "--status-addr=%s, container port 'status' %s, Service %s targets %s: not one port",
+         addr, ports.get("status"), svc_name, target)
+    need(flag(args, "--status-audience"), "no --status-audience")
+    # The CA, mounted read-only where --status-ca-dir says.
+    ca_dir = flag(args, "--status-ca-dir")
+    need(ca_dir, "no --status-ca-dir: the operator would make a CA that dies with it")
+    mounts = [mt for mt in c.get("volumeMounts", []) if mt["mountPath"] == ca_dir]
+    need(len(mounts) == 1 and mounts[0].get("readOnly") is True,
+         "--status-ca-dir=%s is no read-only mount", ca_dir)
+    mounted = (vols.get(mounts[0]["name"]) or {}).get("secret", {}).get("secretName")
+    need(mounted, "--status-ca-dir=%s is no Secret's", ca_dir)
+    if secret:
+        need(mounted == secret, "the CA mounted is Secret %s, not status.ca.secretName's %s",
+             mounted, secret)
+        need(not secrets, "Secret %s rendered beside status.ca.secretName=%s",
+             [d["metadata"]["name"] for d in secrets], secret)
+        return
+    need(len(secrets) == 1, "want the chart's CA Secret, found %d Secrets", len(secrets))
+    need(secrets[0]["metadata"]["name"] == mounted, "the CA mounted is Secret %s, the chart's %s",
+         mounted, secrets[0]["metadata"]["name"])
+    check_ca_secret(secrets[0], ns)
 
 
 def selects(selector, labels):
@@ -198,9 +361,13 @@ def check_metrics(path, ns):
             need(p["targetPort"] in port, "Service port %s targets no container port", p)
     for mon in [d for d in docs if d["kind"] == "ServiceMonitor"]:
         need(mon["apiVersion"] == "monitoring.coreos.com/v1", "ServiceMonitor apiVersion")
-        svc = only(docs, "Service")
-        need(selects(mon["spec"]["selector"]["matchLabels"], svc["metadata"]["labels"]),
-             "the ServiceMonitor selects no Service")
+        # The metrics Service only: /metrics is not served on another.
+        picked = [d["metadata"]["name"] for d in docs if d["kind"] == "Service" and
+                  selects(mon["spec"]["selector"]["matchLabels"], d["metadata"]["labels"])]
+        metrics = [d["metadata"]["name"] for d in docs if d["kind"] == "Service" and
+                   [p for p in d["spec"]["ports"] if p.get("name") == "metrics"]]
+        need(len(metrics) == 1 and picked == metrics,
+             "the ServiceMonitor selects Services %s, want the metrics one %s", picked, metrics)
         need(mon["spec"]["namespaceSelector"]["matchNames"] == [ns], "ServiceMonitor namespace")
         ep = mon["spec"]["endpoints"]
         need([(e["port"], e["path"]) for e in ep] == [("metrics", "/metrics")],
@@ -223,7 +390,7 @@ def check_notes(path, *words):
 
 def main(argv):
     checks = {"kinds": check_kinds, "deployment": check_deployment, "rbac": check_rbac,
-              "metrics": check_metrics, "notes": check_notes}
+              "status": check_status, "metrics": check_metrics, "notes": check_notes}
     if len(argv) < 3 or argv[1] not in checks:
         print(__doc__, file=sys.stderr)
         return 2

@@ -28,6 +28,30 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 {{- end -}}
 
+{{/* The status endpoint's Service, which the chiefs of jobs dial by its
+in-cluster name: the operator gets that name as --status-url and puts it in
+the SANs of the serving certificate it issues itself, so the two must be
+one string, written here once. <svc>.<ns>.svc, with no cluster domain:
+it resolves through the pod's DNS search path on any cluster. */}}
+{{- define "mwj-operator.statusService" -}}
+{{- printf "%s-status" (include "mwj-operator.fullname" .) -}}
+{{- end -}}
+
+{{- define "mwj-operator.statusURL" -}}
+{{- printf "https://%s.%s.svc:%d" (include "mwj-operator.statusService" .) .Release.Namespace (int .Values.status.port) -}}
+{{- end -}}
+
+{{/* The Secret holding the status CA: the one named in status.ca.secretName,
+else the chart's own (status-ca.yaml). */}}
+{{- define "mwj-operator.statusCASecret" -}}
+{{- default (printf "%s-status-ca" (include "mwj-operator.fullname" .)) .Values.status.ca.secretName -}}
+{{- end -}}
+
+{{/* Where the Deployment mounts that Secret, as --status-ca-dir. */}}
+{{- define "mwj-operator.statusCADir" -}}
+/etc/mwj/status-ca
+{{- end -}}
+
 {{/* "true": the replicas always elect a leader through the Lease, however
 many there are, because only the Lease keeps two operators from acting at
 once: during a rollout, when a replica is added, or when a pod on a node cut
@@ -52,10 +76,16 @@ true
 {{- if and .Values.metrics.enabled (eq (int .Values.metrics.port) (int .Values.health.port)) -}}
 {{- fail "metrics.port and health.port must differ" -}}
 {{- end -}}
+{{- if .Values.status.enabled -}}
+{{- if or (eq (int .Values.status.port) (int .Values.health.port)) (and .Values.metrics.enabled (eq (int .Values.status.port) (int .Values.metrics.port))) -}}
+{{- fail "status.port must differ from metrics.port and health.port" -}}
+{{- end -}}
+{{- end -}}
 {{- range .Values.extraArgs -}}
-{{- /* Flags the chart sets from its values: the RBAC and the probes follow them. */ -}}
-{{- if regexMatch "^--(namespace|leader-elect|leader-election-namespace|leader-election-id|metrics-addr|health-addr|kubeconfig|context)(=|$)" . -}}
-{{- fail (printf "extraArgs: %s is set from the chart's values (watchNamespace, leaderElection, metrics, health), not here" .) -}}
+{{- /* Flags the chart sets from its values: the RBAC, the probes and the
+status Service follow them. */ -}}
+{{- if regexMatch "^--(namespace|leader-elect|leader-election-namespace|leader-election-id|metrics-addr|health-addr|status-url|status-addr|status-audience|status-ca-dir|kubeconfig|context)(=|$)" . -}}
+{{- fail (printf "extraArgs: %s is set from the chart's values (watchNamespace, leaderElection, metrics, health, status), not here" .) -}}
 {{- end -}}
 {{- end -}}
 {{- if and .Values.serviceMonitor.enabled (not .Values.metrics.enabled) -}}
