@@ -39,7 +39,7 @@ check "mwj-operator starts and serves the status endpoint" grep -q "status: chie
 # Two epochs of 1,500 steps, backups every 100: long enough for several
 # reports, and a preemption in the middle.
 job progress 2 1500 "" "        args: [train, --epochs, '2', --steps-per-epoch, '1500', --batch-size, '32',
-               --threads, '1', --save-freq, '100', --log-every, '100',
+               --threads, '1', --save-freq, '100', --log-every, '100', --metrics-addr, ':9100',
                --model-dir, /mwj/checkpoint/models/progress]" | k apply -f - > /dev/null
 mounted() {
 	running progress-worker-0 && running progress-worker-1 || return 1
@@ -82,6 +82,23 @@ described() {
 	[[ "$o" =~ ^[0-9]+\ 3000\ 1500\ 2\ 0.001\ 0\.[0-9]+\ [0-9.]+\ 20[0-9-]+T ]]
 }
 check "the status holds steps, epochs, learning rate, accuracy, samples/s and when" described
+
+# The chart's Grafana dashboard asks only for what a running job has: the
+# operator's metrics and a worker's (--metrics-addr), scraped now.
+dashboard() {
+	local op_port names text name missing=""
+	op_port=$(sed -n 's#.*serving /metrics[^0-9]* port \([0-9]*\).*#\1#p' "$log" | head -1)
+	text=$(curl -s "http://127.0.0.1:$op_port/metrics" &&
+		curl -s "http://$(jp pod/progress-worker-0 '{.status.podIP}'):9100/metrics") || return 1
+	names=$(grep -o 'mwj_[a-z_]*' "$root/charts/mwj-operator/dashboards/mwj.json" | sort -u)
+	[ -n "$names" ] || return 1
+	for name in $names; do
+		grep -Eq "^$name[{ ]" <<< "$text" || missing="$missing $name"
+	done
+	echo "queried: $(wc -w <<< "$names") metrics; not scraped:${missing:- none}"
+	[ -z "$missing" ]
+}
+check "every metric the Grafana dashboard queries is scraped from the running job" dashboard
 
 # Refused, and nothing changes.
 refused() {

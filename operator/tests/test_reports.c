@@ -92,6 +92,28 @@ static void test_a_put_says_how_long_until_the_status_may_show_it(void **state)
 	reports_release(&r);
 }
 
+static void test_the_last_report_of_an_ended_job_goes_at_once(void **state)
+{
+	struct reports r;
+	struct training_status got, t = at_step(10);
+	long long wait;
+
+	(void)state;
+	reports_init(&r, INTERVAL);
+	assert_int_equal(reports_due_now(&r, KEY, UID, &got), 0);
+	reports_put(&r, KEY, UID, &t, 0);
+	assert_int_equal(reports_due(&r, KEY, UID, &got, 0, &wait), 1);
+	reports_written(&r, KEY, UID, 0);
+	t = at_step(100);
+	reports_put(&r, KEY, UID, &t, 100);
+	assert_int_equal(reports_due(&r, KEY, UID, &got, 100, &wait), 0);
+	assert_int_equal(reports_due_now(&r, KEY, UID, &got), 1);
+	assert_int_equal(got.global_step, 100);
+	reports_written(&r, KEY, UID, 100);
+	assert_int_equal(reports_due_now(&r, KEY, UID, &got), 0);
+	reports_release(&r);
+}
+
 static void test_a_failed_write_leaves_the_report_due(void **state)
 {
 	struct reports r;
@@ -241,6 +263,7 @@ int main(void)
 	    cmocka_unit_test(test_the_first_report_is_due_at_once),
 	    cmocka_unit_test(test_reports_between_writes_make_one_write_per_interval),
 	    cmocka_unit_test(test_a_put_says_how_long_until_the_status_may_show_it),
+	    cmocka_unit_test(test_the_last_report_of_an_ended_job_goes_at_once),
 	    cmocka_unit_test(test_a_failed_write_leaves_the_report_due),
 	    cmocka_unit_test(test_a_report_that_comes_during_a_write_waits_for_the_next),
 	    cmocka_unit_test(test_a_job_made_again_under_its_name_starts_afresh),

@@ -401,6 +401,15 @@ static int pass(struct controller *c, const char *key, const cJSON *obj, char *e
 	report_due = reports_due(&c->reports, key, j.uid, &report, timers_now_ms(), &report_wait);
 	in.report = report_due ? &report : NULL;
 	reconcile(&in, &out);
+	if (!report_due &&
+	    (out.status.phase == PHASE_SUCCEEDED || out.status.phase == PHASE_FAILED) &&
+	    reports_due_now(&c->reports, key, j.uid, &report)) {
+		/* The job ended: the chief's last report goes with the end. */
+		report_due = 1;
+		out.status.training = report;
+		out.status.training.resumed_from = -1;
+		out.status.training.new_chief = 0;
+	}
 
 	struct actions_ctx actx = {
 	    .api = c->api,

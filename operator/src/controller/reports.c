@@ -144,6 +144,23 @@ int reports_due(struct reports *r, const char *key, const char *uid, struct trai
 	return due;
 }
 
+int reports_due_now(struct reports *r, const char *key, const char *uid,
+                    struct training_status *out)
+{
+	struct report_slot *s;
+	int due = 0;
+
+	pthread_mutex_lock(&r->lock);
+	s = strmap_get(&r->jobs, key);
+	if (s != NULL && s->waiting && strcmp(s->uid, uid) == 0) {
+		*out = s->newest;
+		s->taken = s->seq;
+		due = 1;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return due;
+}
+
 void reports_written(struct reports *r, const char *key, const char *uid, long long now_ms)
 {
 	struct report_slot *s;

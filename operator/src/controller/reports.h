@@ -66,6 +66,12 @@ long long reports_put(struct reports *r, const char *key, const char *uid,
 int reports_due(struct reports *r, const char *key, const char *uid, struct training_status *out,
                 long long now_ms, long long *wait_ms);
 
+/* As reports_due, whatever the interval: the job has just ended, and the
+ * chief's last report (100%) should not wait for the next write. Returns
+ * 1 with it in out, or 0 when none waits. */
+int reports_due_now(struct reports *r, const char *key, const char *uid,
+                    struct training_status *out);
+
 /* The pass wrote the report reports_due gave it (its status write
  * succeeded at now_ms): the next one waits the interval. */
 void reports_written(struct reports *r, const char *key, const char *uid, long long now_ms);
