@@ -16,6 +16,7 @@
 #include "json.h"
 #include "json_out.h"
 #include "log.h"
+#include "net.h"
 #include "version.h"
 
 struct status_report {
@@ -31,14 +32,6 @@ struct status_report {
 	unsigned long failures; /* in a row */
 	unsigned long sent;
 };
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* --- The body --- */
 
@@ -216,7 +209,7 @@ static int report_once(struct status_report *r)
 	free(text);
 	if (code == 429) {
 		pthread_mutex_lock(&r->lock);
-		r->until_ms = now_ms() + retry_s * 1000;
+		r->until_ms = net_now_ms() + retry_s * 1000;
 		pthread_mutex_unlock(&r->lock);
 	}
 	if (code == 200) {
@@ -244,7 +237,7 @@ static void *reporter_main(void *arg)
 
 	pthread_mutex_lock(&r->lock);
 	while (!r->stopping) {
-		long long now = now_ms(), due;
+		long long now = net_now_ms(), due;
 		struct timespec until;
 
 		due = r->last_ms < 0 ? now

@@ -249,7 +249,7 @@ static int restore(struct run *r, const struct train_config *cfg, char *err)
 	log_info("restored the backup of step %llu (epoch %d, step %ld) from '%s'",
 	         (unsigned long long)c.pos.global_step, c.pos.epoch + 1, c.pos.step,
 	         cfg->backup_dir);
-	worker_metrics_restored(cfg->worker_metrics, c.pos.global_step);
+	worker_metrics_last_backup(cfg->worker_metrics, c.pos.global_step);
 	if (c.seed != cfg->seed)
 		log_warn("the backup was written with --seed %llu; going on with --seed %llu "
 		         "changes the data order",

@@ -245,12 +245,10 @@ void worker_metrics_backup(struct worker_metrics *m, uint64_t step, unsigned lon
 	}
 	histogram_observe_us(&m->backup_time, us);
 	__atomic_store_n(&m->backup_bytes, bytes, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&m->mu);
-	m->s.last_backup_step = (long long)step;
-	pthread_mutex_unlock(&m->mu);
+	worker_metrics_last_backup(m, step);
 }
 
-void worker_metrics_restored(struct worker_metrics *m, uint64_t step)
+void worker_metrics_last_backup(struct worker_metrics *m, uint64_t step)
 {
 	if (!m)
 		return;

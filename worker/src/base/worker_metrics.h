@@ -175,9 +175,10 @@ void worker_metrics_allreduce(struct worker_metrics *m, unsigned long long bytes
 void worker_metrics_backup(struct worker_metrics *m, uint64_t step, unsigned long long bytes,
                            long long us, int ok);
 
-/* Training starts again from the backup of global step (loaded): the
- * last backup there is, until the next is written. */
-void worker_metrics_restored(struct worker_metrics *m, uint64_t step);
+/* The last backup there is is of global step: one just written
+ * (worker_metrics_backup says so itself), or one training starts again
+ * from. */
+void worker_metrics_last_backup(struct worker_metrics *m, uint64_t step);
 
 /* --- readers --- */
 
