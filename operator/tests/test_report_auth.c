@@ -15,28 +15,9 @@
 
 #include "json_doc.h"
 #include "report_auth.h"
+#include "report_world.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-
-#define JOB_DOC                                                                                    \
-	"{'apiVersion': 'training.mwj.io/v1', 'kind': 'MultiWorkerJob', 'metadata': {'name': "     \
-	"'mnist', 'namespace': 'ml', 'uid': 'job-uid', 'generation': 1}, 'spec': {'workers': "     \
-	"2, 'template': {'spec': {'containers': [{'name': 'worker', 'image': 'w:1'}]}}}}"
-
-/* A pod named name, uid uid, worker index, owned by the job of owner_uid. */
-static cJSON *pod(const char *name, const char *uid, const char *index, const char *owner_uid)
-{
-	char doc[2048];
-
-	snprintf(doc, sizeof(doc),
-	         "{'metadata': {'name': '%s', 'namespace': 'ml', 'uid': '%s', 'labels': "
-	         "{'training.mwj.io/job-name': 'mnist', 'training.mwj.io/replica-index': '%s', "
-	         "'app.kubernetes.io/managed-by': 'mwj-operator'}, 'ownerReferences': "
-	         "[{'apiVersion': 'training.mwj.io/v1', 'kind': 'MultiWorkerJob', 'name': 'mnist', "
-	         "'uid': '%s', 'controller': true}]}, 'status': {'phase': 'Running'}}",
-	         name, uid, index, owner_uid);
-	return json_doc_parse(doc);
-}
 
 /* An authenticated review of a token of ServiceAccount ns:default bound to
  * pod name/uid. */
@@ -105,32 +86,33 @@ static void test_only_the_jobs_own_chief_may_report(void **state)
 		const char *why;
 	} cases[] = {
 	    {"the chief", review("ml", "mnist-worker-0", "pod-0"),
-	     pod("mnist-worker-0", "pod-0", "0", "job-uid"), REPORT_ALLOW, ""},
+	     report_world_pod("mnist-worker-0", "pod-0", "0", "job-uid"), REPORT_ALLOW, ""},
 	    {"worker 1", review("ml", "mnist-worker-1", "pod-1"),
-	     pod("mnist-worker-1", "pod-1", "1", "job-uid"), REPORT_FORBIDDEN,
+	     report_world_pod("mnist-worker-1", "pod-1", "1", "job-uid"), REPORT_FORBIDDEN,
 	     "pod 'mnist-worker-1' is worker 1 of job 'mnist', not its chief"},
 	    {"another job's chief", review("ml", "other-worker-0", "pod-9"),
-	     pod("other-worker-0", "pod-9", "0", "other-uid"), REPORT_FORBIDDEN,
+	     report_world_pod("other-worker-0", "pod-9", "0", "other-uid"), REPORT_FORBIDDEN,
 	     "pod 'other-worker-0' is not a worker of job 'mnist'"},
 	    {"a pod the cache does not hold", review("ml", "debug", "pod-d"), NULL,
 	     REPORT_FORBIDDEN, "pod 'debug' is not a worker of job 'mnist'"},
 	    {"an older pod of the chief's name", review("ml", "mnist-worker-0", "pod-old"),
-	     pod("mnist-worker-0", "pod-0", "0", "job-uid"), REPORT_FORBIDDEN,
+	     report_world_pod("mnist-worker-0", "pod-0", "0", "job-uid"), REPORT_FORBIDDEN,
 	     "pod 'mnist-worker-0' is not a worker of job 'mnist'"},
 	    {"a service account of another namespace", review("other", "mnist-worker-0", "pod-0"),
-	     pod("mnist-worker-0", "pod-0", "0", "job-uid"), REPORT_FORBIDDEN,
+	     report_world_pod("mnist-worker-0", "pod-0", "0", "job-uid"), REPORT_FORBIDDEN,
 	     "'system:serviceaccount:other:default' is not a service account of namespace 'ml'"},
 	    {"a token bound to no pod", unbound, NULL, REPORT_FORBIDDEN,
 	     "the token of 'system:serviceaccount:ml:default' is not bound to a pod"},
-	    {"a user's token", user, pod("mnist-worker-0", "pod-0", "0", "job-uid"),
+	    {"a user's token", user, report_world_pod("mnist-worker-0", "pod-0", "0", "job-uid"),
 	     REPORT_FORBIDDEN, "'admin' is not a service account of namespace 'ml'"},
-	    {"the wrong audience", wrong_audience, pod("mnist-worker-0", "pod-0", "0", "job-uid"),
-	     REPORT_UNAUTHORIZED, "the token is not for the audience of the operator"},
-	    {"an expired token", expired, pod("mnist-worker-0", "pod-0", "0", "job-uid"),
-	     REPORT_UNAUTHORIZED,
+	    {"the wrong audience", wrong_audience,
+	     report_world_pod("mnist-worker-0", "pod-0", "0", "job-uid"), REPORT_UNAUTHORIZED,
+	     "the token is not for the audience of the operator"},
+	    {"an expired token", expired,
+	     report_world_pod("mnist-worker-0", "pod-0", "0", "job-uid"), REPORT_UNAUTHORIZED,
 	     "the token is not valid: [invalid bearer token, service account token has expired]"},
 	};
-	cJSON *obj = json_doc_parse(JOB_DOC);
+	cJSON *obj = json_doc_parse(REPORT_WORLD_JOB);
 	char err[ERR_LEN] = "", why[ERR_LEN];
 	struct job j;
 

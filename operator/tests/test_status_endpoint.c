@@ -16,62 +16,21 @@
 #include <string.h>
 
 #include "json.h"
-#include "json_doc.h"
+#include "report_world.h"
 #include "status_endpoint.h"
 
-#define URL    "/apis/training.mwj.io/v1/namespaces/ml/multiworkerjobs/mnist/status"
+#define URL    REPORT_WORLD_PATH
 #define REPORT "{\"training\": {\"globalStep\": 40, \"totalSteps\": 100, \"loss\": 0.5}}"
-#define JOB_DOC                                                                                    \
-	"{'apiVersion': 'training.mwj.io/v1', 'kind': 'MultiWorkerJob', 'metadata': {'name': "     \
-	"'mnist', 'namespace': 'ml', 'uid': 'job-uid', 'generation': 1}, 'spec': {'workers': "     \
-	"2, 'template': {'spec': {'containers': [{'name': 'worker', 'image': 'w:1'}]}}}}"
 
-/* The world the endpoint sees: one job, its two workers and another
- * job's chief, the tokens the API server knows, what was reported. */
+/* The world the endpoint sees (report_world.h), and what was reported. */
 struct world {
-	struct kube_api api;
+	struct report_world_api api; /* counts the TokenReviews it answers */
 	struct reports reports;
 	struct status_endpoint e;
-	int reviews;    /* TokenReviews the fake API server answered */
 	int reported;   /* reports passed on */
 	long long step; /* the last one's global step */
 	int active;     /* this replica leads */
-	int api_down;   /* TokenReviews fail */
 };
-
-static cJSON *pod_doc(const char *name, const char *uid, const char *index, const char *owner)
-{
-	char doc[2048];
-
-	snprintf(doc, sizeof(doc),
-	         "{'metadata': {'name': '%s', 'namespace': 'ml', 'uid': '%s', 'labels': "
-	         "{'training.mwj.io/job-name': 'mnist', 'training.mwj.io/replica-index': '%s'}, "
-	         "'ownerReferences': [{'apiVersion': 'training.mwj.io/v1', 'kind': "
-	         "'MultiWorkerJob', 'name': 'x', 'uid': '%s', 'controller': true}]}, 'status': "
-	         "{'phase': 'Running'}}",
-	         name, uid, index, owner);
-	return json_doc_parse(doc);
-}
-
-static cJSON *find_job(void *ctx, const char *ns, const char *name)
-{
-	(void)ctx;
-	return strcmp(ns, "ml") == 0 && strcmp(name, "mnist") == 0 ? json_doc_parse(JOB_DOC) : NULL;
-}
-
-static cJSON *find_pod(void *ctx, const char *ns, const char *name)
-{
-	(void)ctx;
-	if (strcmp(ns, "ml") != 0)
-		return NULL;
-	if (strcmp(name, "mnist-worker-0") == 0)
-		return pod_doc(name, "pod-0", "0", "job-uid");
-	if (strcmp(name, "mnist-worker-1") == 0)
-		return pod_doc(name, "pod-1", "1", "job-uid");
-	if (strcmp(name, "other-worker-0") == 0)
-		return pod_doc(name, "pod-9", "0", "other-uid");
-	return NULL;
-}
 
 static void take_report(void *ctx, const char *key, const char *uid,
                         const struct training_status *t)
@@ -89,78 +48,18 @@ static int leads(void *ctx)
 	return ((struct world *)ctx)->active;
 }
 
-/* The API server's TokenReview: tokens "chief", "worker1", "other" are
- * pod-bound tokens for audience mwj-operator; "apiserver" is a valid
- * token for the API server's own audience; anything else is refused as
- * pkg/serviceaccount's validator refuses a token it cannot verify. */
-static int fake_round_trip(struct kube_api *api, const struct kube_req *req, struct kube_resp *resp,
-                           char *err)
-{
-	struct world *w = api->impl;
-	static const struct {
-		const char *token, *pod, *uid;
-	} known[] = {{"chief", "mnist-worker-0", "pod-0"},
-	             {"worker1", "mnist-worker-1", "pod-1"},
-	             {"other", "other-worker-0", "pod-9"}};
-	cJSON *body, *answer;
-	const char *token;
-	char text[4096];
-
-	if (w->api_down) {
-		snprintf(err, ERR_LEN, "connect to 'apiserver:443': connection refused");
-		return -1;
-	}
-	assert_string_equal(req->method, "POST");
-	assert_string_equal(req->path, "/apis/authentication.k8s.io/v1/tokenreviews");
-	body = json_parse(req->body, req->body_len, NULL);
-	token = cJSON_GetObjectItem(cJSON_GetObjectItem(body, "spec"), "token")->valuestring;
-	w->reviews++;
-	snprintf(text, sizeof(text),
-	         "{'kind': 'TokenReview', 'apiVersion': 'authentication.k8s.io/v1', 'status': "
-	         "{'user': {}, 'error': '[invalid bearer token, square/go-jose: error in "
-	         "cryptographic primitive]'}}");
-	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-		if (strcmp(token, known[i].token) == 0)
-			snprintf(
-			    text, sizeof(text),
-			    "{'kind': 'TokenReview', 'apiVersion': 'authentication.k8s.io/v1', "
-			    "'status': {'authenticated': true, 'user': {'username': "
-			    "'system:serviceaccount:ml:default', 'uid': 'sa', 'groups': "
-			    "['system:serviceaccounts'], 'extra': {"
-			    "'authentication.kubernetes.io/pod-name': ['%s'], "
-			    "'authentication.kubernetes.io/pod-uid': ['%s']}}, 'audiences': "
-			    "['mwj-operator']}}",
-			    known[i].pod, known[i].uid);
-	if (strcmp(token, "apiserver") == 0)
-		snprintf(
-		    text, sizeof(text),
-		    "{'kind': 'TokenReview', 'apiVersion': 'authentication.k8s.io/v1', 'status': "
-		    "{'user': {}, 'error': '[invalid bearer token, token audiences "
-		    "[\\\"https://kubernetes.default.svc.cluster.local\\\"] is invalid for the "
-		    "target audiences [\\\"mwj-operator\\\"]]'}}");
-	answer = json_doc_parse(text);
-	resp->status = 201;
-	resp->body = cJSON_PrintUnformatted(answer);
-	resp->body_len = strlen(resp->body);
-	cJSON_Delete(answer);
-	cJSON_Delete(body);
-	return 0;
-}
-
-static const struct kube_api_ops FAKE_OPS = {.name = "fake", .round_trip = fake_round_trip};
-
 static struct world *world_new(void)
 {
 	struct world *w = calloc(1, sizeof(*w));
-	struct status_sources src = {.job = find_job, .pod = find_pod, .report = take_report};
+	struct status_sources src = {
+	    .job = report_world_job, .pod = report_world_pods, .report = take_report};
 
-	w->api.ops = &FAKE_OPS;
-	w->api.impl = w;
+	report_world_api_init(&w->api);
 	w->active = 1;
 	reports_init(&w->reports, 5000);
 	src.reports = &w->reports;
 	src.ctx = w;
-	status_endpoint_init_sources(&w->e, &src, &w->api, NULL);
+	status_endpoint_init_sources(&w->e, &src, &w->api.api, NULL);
 	w->e.active = leads;
 	w->e.active_ctx = w;
 	return w;
@@ -287,11 +186,11 @@ static void test_a_token_is_reviewed_once_however_often_it_reports(void **state)
 	for (int i = 0; i < REPORTS_BURST; i++)
 		assert_int_equal(post(w, "POST", URL, "Bearer chief", REPORT, NULL, NULL, NULL),
 		                 200);
-	assert_int_equal(w->reviews, 1);
+	assert_int_equal(w->api.reviews, 1);
 	/* Past the job's burst: 429 with Retry-After, and no TokenReview. */
 	assert_int_equal(post(w, "POST", URL, "Bearer chief", REPORT, NULL, NULL, &retry), 429);
 	assert_int_equal(retry, 1);
-	assert_int_equal(w->reviews, 1);
+	assert_int_equal(w->api.reviews, 1);
 	assert_int_equal(w->reported, REPORTS_BURST);
 	world_free(w);
 }
@@ -313,7 +212,7 @@ static void test_nobody_else_uses_up_the_chiefs_rate(void **state)
 		snprintf(token, sizeof(token), "Bearer made-up-%d", i);
 		post(w, "POST", URL, token, REPORT, NULL, NULL, NULL);
 	}
-	assert_true(w->reviews <= STATUS_REVIEW_BURST + 3);
+	assert_true(w->api.reviews <= STATUS_REVIEW_BURST + 3);
 	assert_int_equal(post(w, "POST", URL, "Bearer made-up-x", REPORT, NULL, NULL, NULL), 429);
 	/* The chief's token is in the cache: still taken. */
 	assert_int_equal(post(w, "POST", URL, "Bearer chief", REPORT, NULL, NULL, NULL), 200);
@@ -332,9 +231,9 @@ static void test_a_standby_or_an_unreachable_api_server_says_try_again(void **st
 	assert_int_equal(post(w, "POST", URL, "Bearer chief", REPORT, reason, NULL, &retry), 503);
 	assert_string_equal(reason, "ServiceUnavailable");
 	assert_int_equal(retry, 1);
-	assert_int_equal(w->reviews, 0);
+	assert_int_equal(w->api.reviews, 0);
 	w->active = 1;
-	w->api_down = 1;
+	w->api.down = 1;
 	assert_int_equal(post(w, "POST", URL, "Bearer chief", REPORT, reason, NULL, &retry), 503);
 	assert_int_equal(w->reported, 0);
 	world_free(w);

@@ -16,44 +16,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
-#include "json_doc.h"
+#include "report_world.h"
 #include "status_server.h"
 
-#define PATH   "/apis/training.mwj.io/v1/namespaces/ml/multiworkerjobs/mnist/status"
+#define PATH   REPORT_WORLD_PATH
 #define REPORT "{\"training\": {\"globalStep\": 40, \"totalSteps\": 100}}"
-#define JOB_DOC                                                                                    \
-	"{'apiVersion': 'training.mwj.io/v1', 'kind': 'MultiWorkerJob', 'metadata': {'name': "     \
-	"'mnist', 'namespace': 'ml', 'uid': 'job-uid', 'generation': 1}, 'spec': {'workers': "     \
-	"1, 'template': {'spec': {'containers': [{'name': 'worker', 'image': 'w:1'}]}}}}"
-#define CHIEF_DOC                                                                                  \
-	"{'metadata': {'name': 'mnist-worker-0', 'namespace': 'ml', 'uid': 'pod-0', 'labels': "    \
-	"{'training.mwj.io/replica-index': '0'}, 'ownerReferences': [{'apiVersion': "              \
-	"'training.mwj.io/v1', 'kind': 'MultiWorkerJob', 'name': 'mnist', 'uid': 'job-uid', "      \
-	"'controller': true}]}, 'status': {'phase': 'Running'}}"
 
+/* The job, its pods and the API server of report_world.h, the server
+ * before them, and what was reported. */
 struct world {
-	struct kube_api api;
+	struct report_world_api api;
 	struct reports reports;
 	struct status_endpoint e;
 	struct status_server s;
 	struct pem_pair ca;
 	int reported;
 };
-
-static cJSON *find_job(void *ctx, const char *ns, const char *name)
-{
-	(void)ctx;
-	(void)ns;
-	return strcmp(name, "mnist") == 0 ? json_doc_parse(JOB_DOC) : NULL;
-}
-
-static cJSON *find_pod(void *ctx, const char *ns, const char *name)
-{
-	(void)ctx;
-	(void)ns;
-	return strcmp(name, "mnist-worker-0") == 0 ? json_doc_parse(CHIEF_DOC) : NULL;
-}
 
 static void take_report(void *ctx, const char *key, const char *uid,
                         const struct training_status *t)
@@ -64,48 +42,18 @@ static void take_report(void *ctx, const char *key, const char *uid,
 	__atomic_fetch_add(&((struct world *)ctx)->reported, 1, __ATOMIC_RELAXED);
 }
 
-/* The API server: token "chief" is the chief's, for the operator. */
-static int fake_round_trip(struct kube_api *api, const struct kube_req *req, struct kube_resp *resp,
-                           char *err)
-{
-	cJSON *body = json_parse(req->body, req->body_len, NULL);
-	const char *token =
-	    cJSON_GetObjectItem(cJSON_GetObjectItem(body, "spec"), "token")->valuestring;
-	cJSON *answer = json_doc_parse(
-	    strcmp(token, "chief") == 0
-	        ? "{'kind': 'TokenReview', 'status': {'authenticated': true, 'user': {'username': "
-	          "'system:serviceaccount:ml:default', 'extra': {"
-	          "'authentication.kubernetes.io/pod-name': ['mnist-worker-0'], "
-	          "'authentication.kubernetes.io/pod-uid': ['pod-0']}}, 'audiences': "
-	          "['mwj-operator']}}"
-	        : "{'kind': 'TokenReview', 'status': {'user': {}, 'error': '[invalid bearer "
-	          "token]'}}");
-
-	(void)api;
-	(void)err;
-	resp->status = 201;
-	resp->body = cJSON_PrintUnformatted(answer);
-	resp->body_len = strlen(resp->body);
-	cJSON_Delete(answer);
-	cJSON_Delete(body);
-	return 0;
-}
-
-static const struct kube_api_ops FAKE_OPS = {.name = "fake", .round_trip = fake_round_trip};
-
 static int setup(void **state)
 {
 	static const char *const names[] = {"localhost", "127.0.0.1"};
 	struct world *w = calloc(1, sizeof(*w));
 	struct status_sources src = {
-	    .job = find_job, .pod = find_pod, .report = take_report, .ctx = w};
+	    .job = report_world_job, .pod = report_world_pods, .report = take_report, .ctx = w};
 	char err[ERR_LEN] = "";
 
-	w->api.ops = &FAKE_OPS;
-	w->api.impl = w;
+	report_world_api_init(&w->api);
 	reports_init(&w->reports, 5000);
 	src.reports = &w->reports;
-	status_endpoint_init_sources(&w->e, &src, &w->api, NULL);
+	status_endpoint_init_sources(&w->e, &src, &w->api.api, NULL);
 	if (serving_cert_make_ca(&w->ca, "test CA", 1, err) < 0 ||
 	    status_server_start(&w->s, &w->e, "127.0.0.1:0", &w->ca, names, 2, err) < 0)
 		fail_msg("%s", err);
