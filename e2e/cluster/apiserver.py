@@ -537,22 +537,21 @@ class Handler(BaseHTTPRequestHandler):
         if method != "POST":
             raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on "
                            "the requested resource")
-        raw = self.raw_body
-        if self.content_type() == protobuf.MEDIA_TYPE:
-            raw = protobuf.to_json(raw)
-        Request(query, self.user)  # checks dryRun and fieldValidation
-        obj, dups = decoder.parse_json(raw or b"{}")
-        if not isinstance(obj, dict):
-            raise bad_request("the object provided is unrecognized (must be of type "
-                              "TokenReview): couldn't get version/kind; json parse error")
-        obj, warnings = decoder.decode(tokenreview.GROUP_VERSION + "/TokenReview", obj,
-                                       arg(query, "fieldValidation", "") or "Warn", dups)
+        obj, warnings = self.decoded_body(tokenreview.GROUP_VERSION, "TokenReview", query)
         with self.api.store.lock:
             out = tokenreview.create(self.authn, obj)
         return self.send_json(201, out, warnings)
 
     def token_request(self, ns, name, query):
         """POST serviceaccounts/NAME/token (tokens.py)."""
+        obj, warnings = self.decoded_body("authentication.k8s.io/v1", "TokenRequest", query)
+        with self.api.store.lock:
+            out = self.api.tokens.token_request(ns, name, obj)
+        return self.send_json(201, out, warnings)
+
+    def decoded_body(self, gv, kind, query):
+        """(object, warnings): the request's body (JSON, or protobuf) of a
+        kind the registry does not store, decoded into its Go type."""
         raw = self.raw_body
         if self.content_type() == protobuf.MEDIA_TYPE:
             raw = protobuf.to_json(raw)
@@ -560,12 +559,9 @@ class Handler(BaseHTTPRequestHandler):
         obj, dups = decoder.parse_json(raw or b"{}")
         if not isinstance(obj, dict):
             raise bad_request("the object provided is unrecognized (must be of type "
-                              "TokenRequest): couldn't get version/kind; json parse error")
-        obj, warnings = decoder.decode("authentication.k8s.io/v1/TokenRequest", obj,
-                                       arg(query, "fieldValidation", "") or "Warn", dups)
-        with self.api.store.lock:
-            out = self.api.tokens.token_request(ns, name, obj)
-        return self.send_json(201, out, warnings)
+                              "%s): couldn't get version/kind; json parse error" % kind)
+        return decoder.decode(gv + "/" + kind, obj, arg(query, "fieldValidation", "") or "Warn",
+                              dups)
 
     def content_type(self):
         return (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()

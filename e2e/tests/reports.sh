@@ -26,6 +26,12 @@ status_file() { # status_file POD FILE (node_pod.py's pod_dir: the name and the 
 	f=$state/node/pods/default/$1-${uid:0:8}/volumes/mwj-status/$2
 	[ -f "$f" ] && echo "$f"
 }
+answers() { # answers WANT WHAT TOKEN BODY: a report with TOKEN is answered WANT
+	local code
+	code=$(post "$3" "$4")
+	echo "$2: $code $(cat "$state/answer")"
+	[ "$code" = "$1" ]
+}
 post() { # post TOKEN BODY: the HTTP status of a report to job progress
 	curl -s -o "$state/answer" -w '%{http_code}' --cacert "$state/status-ca.crt" \
 		-H "Authorization: Bearer $1" -H 'Content-Type: application/json' \
@@ -110,22 +116,17 @@ $(job other 1 1500 "" "        args: [train, --epochs, '1', --steps-per-epoch, '
 YAML
 	running other-worker-0 || return 1
 	for _ in $(seq 100); do [ -n "$(status_file other-worker-0 token)" ] && break; sleep 0.1; done
-	code=$(post "$(cat "$(status_file other-worker-0 token)")" '{"training": {"globalStep": 1, "totalSteps": 1, "loss": 123}}')
-	echo "another job's chief: $code $(cat "$state/answer")"
-	[ "$code" = 403 ] || return 1
-	code=$(post "$(k create token default --audience mwj-operator 2> /dev/null)" '{"training": {"globalStep": 1, "loss": 123}}')
-	echo "a token bound to no pod: $code"
-	[ "$code" = 403 ] || return 1
-	code=$(post "$(k create token default)" '{"training": {"globalStep": 1, "loss": 123}}')
-	echo "a token for the API server: $code"
-	[ "$code" = 401 ] || return 1
-	code=$(post "" '{"training": {"globalStep": 1, "loss": 123}}')
-	echo "no token: $code"
-	[ "$code" = 401 ] || return 1
+	answers 403 "another job's chief" "$(cat "$(status_file other-worker-0 token)")" \
+		'{"training": {"globalStep": 1, "totalSteps": 1, "loss": 123}}' &&
+		answers 403 "a token bound to no pod" \
+			"$(k create token default --audience mwj-operator 2> /dev/null)" \
+			'{"training": {"globalStep": 1, "loss": 123}}' &&
+		answers 401 "a token for the API server" "$(k create token default)" \
+			'{"training": {"globalStep": 1, "loss": 123}}' &&
+		answers 401 "no token" "" '{"training": {"globalStep": 1, "loss": 123}}' || return 1
 	# The chief's own token is taken (and the next real report follows).
-	code=$(post "$chief1" '{"training": {"globalStep": 1, "totalSteps": 3000, "loss": 123}}')
-	echo "the chief's token, a hand-made report: $code"
-	[ "$code" = 200 ] || return 1
+	answers 200 "the chief's token, a hand-made report" "$chief1" \
+		'{"training": {"globalStep": 1, "totalSteps": 3000, "loss": 123}}' || return 1
 	# The chief's next report replaces it within the write interval.
 	for _ in $(seq 150); do
 		loss=$(training loss)
