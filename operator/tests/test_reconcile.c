@@ -608,7 +608,7 @@ static struct training_status report_at(long long step, long long backup)
 	t.percent = (int)(step / 10);
 	t.epoch = t.epochs = t.step = t.steps_per_epoch = t.eta_seconds = -1;
 	t.last_backup_step = backup;
-	t.resumed_from = -1;
+	t.resumed_from = t.resumed_backup = -1;
 	return t;
 }
 
@@ -669,6 +669,19 @@ static void test_reconcile_shows_the_report_and_says_when_training_went_back(voi
 	assert_string_equal(the_event(&w, "TrainingResumed")->message,
 	                    "training resumed from the backup of step 480 (now at step 480); step "
 	                    "480 had been reported before");
+	world_write_status(&w);
+	/* Gone back to the backup of step 470, a newer one written since the
+	 * drop: the event names the one it resumed from. */
+	none.global_step = 478;
+	none.last_backup_step = 475;
+	none.resumed_from = 480;
+	none.resumed_backup = 470;
+	none.new_chief = 0;
+	world_reconcile(&w, NOW_S + 85);
+	assert_string_equal(the_event(&w, "TrainingResumed")->message,
+	                    "training resumed from the backup of step 470 (now at step 478); step "
+	                    "480 had been reported before");
+	assert_int_equal(w.out.status.training.last_backup_step, 475);
 	world_release(&w);
 }
 

@@ -25,7 +25,7 @@ static struct training_status at_step(long long step)
 	memset(&t, 0, sizeof(t));
 	t.present = 1;
 	t.global_step = step;
-	t.resumed_from = -1;
+	t.last_backup_step = t.resumed_from = t.resumed_backup = -1;
 	return t;
 }
 
@@ -191,13 +191,19 @@ static void test_a_step_that_goes_back_is_said_once(void **state)
 	t = at_step(520);
 	reports_put(&r, KEY, UID, &t, 1000);
 	t = at_step(500);
+	t.last_backup_step = 500;
 	reports_put(&r, KEY, UID, &t, 2000);
+	/* Its next report names a newer backup; the one it went back to
+	 * rides on. */
 	t = at_step(505);
+	t.last_backup_step = 505;
 	reports_put(&r, KEY, UID, &t, 3000);
 	/* A pass takes it; while it writes, another report comes. */
 	assert_int_equal(reports_due(&r, KEY, UID, &got, 5000, &wait), 1);
 	assert_int_equal(got.global_step, 505);
 	assert_int_equal(got.resumed_from, 520);
+	assert_int_equal(got.resumed_backup, 500);
+	assert_int_equal(got.last_backup_step, 505);
 	t = at_step(510);
 	reports_put(&r, KEY, UID, &t, 5001);
 	reports_written(&r, KEY, UID, 5002);
@@ -205,6 +211,7 @@ static void test_a_step_that_goes_back_is_said_once(void **state)
 	assert_int_equal(reports_due(&r, KEY, UID, &got, 10002, &wait), 1);
 	assert_int_equal(got.global_step, 510);
 	assert_int_equal(got.resumed_from, -1);
+	assert_int_equal(got.resumed_backup, -1);
 	reports_release(&r);
 }
 

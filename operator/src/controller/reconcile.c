@@ -788,9 +788,6 @@ static void run_job(struct pass *p)
 
 /* The chief's report into status.training. A step behind the one shown
  * is no regression to hide: the workers went back to their last backup
- * after a preemption or a failure, and an Event says from where. */
-/* The chief's report into status.training. A step behind the one shown
- * is no regression to hide: the workers went back to their last backup
  * after a preemption or a failure, and an Event says from where; so does
  * a new chief that starts where the last one left off. */
 static void take_report(struct pass *p, const struct training_status *r)
@@ -800,23 +797,24 @@ static void take_report(struct pass *p, const struct training_status *r)
 	 * or the status shows a later step (reports from before this replica
 	 * started). */
 	long long from = r->resumed_from;
+	/* The backup it went back to, not a newer one written since. */
+	long long backup = r->resumed_backup >= 0 ? r->resumed_backup : r->last_backup_step;
 
 	if (was->present && was->global_step > from)
 		from = was->global_step;
 	if (from >= 0 && (from > r->global_step || r->new_chief)) {
-		if (r->last_backup_step >= 0)
+		if (backup >= 0)
 			event(p, EVENT_NORMAL, "TrainingResumed",
 			      "training resumed from the backup of step %lld (now at step %lld); "
-			      "step "
-			      "%lld had been reported before",
-			      r->last_backup_step, r->global_step, from);
+			      "step %lld had been reported before",
+			      backup, r->global_step, from);
 		else
 			event(p, EVENT_NORMAL, "TrainingResumed",
 			      "training resumed at step %lld; step %lld had been reported before",
 			      r->global_step, from);
 	}
 	p->st->training = *r;
-	p->st->training.resumed_from = -1;
+	p->st->training.resumed_from = p->st->training.resumed_backup = -1;
 	p->st->training.new_chief = 0;
 }
 

@@ -101,6 +101,7 @@ long long reports_put(struct reports *r, const char *key, const char *uid,
 	 * backup. Said once, even when a newer report replaces this one
 	 * before the status shows it: the step it went back from rides on. */
 	long long from = s->waiting ? s->newest.resumed_from : -1;
+	long long backup = s->waiting ? s->newest.resumed_backup : -1;
 	int new_chief = s->waiting && s->newest.new_chief;
 	int other = s->chief[0] != '\0' && t->chief[0] != '\0' && strcmp(s->chief, t->chief) != 0;
 
@@ -108,6 +109,7 @@ long long reports_put(struct reports *r, const char *key, const char *uid,
 	if (s->last_step >= 0 && (s->last_step > t->global_step || other)) {
 		from = s->last_step > from ? s->last_step : from;
 		new_chief |= other;
+		backup = t->last_backup_step;
 		s->went_back = s->seq;
 	}
 	s->last_step = t->global_step;
@@ -116,6 +118,7 @@ long long reports_put(struct reports *r, const char *key, const char *uid,
 	s->newest = *t;
 	s->newest.resumed_from = from;
 	s->newest.new_chief = new_chief;
+	s->newest.resumed_backup = backup;
 	s->waiting = 1;
 	r->accepted++;
 	wait = wait_of(r, s, now_ms);
@@ -174,7 +177,7 @@ void reports_written(struct reports *r, const char *key, const char *uid, long l
 		/* What was written said where training went back from; a newer
 		 * report says it again only if it went back again. */
 		if (s->went_back <= s->taken) {
-			s->newest.resumed_from = -1;
+			s->newest.resumed_from = s->newest.resumed_backup = -1;
 			s->newest.new_chief = 0;
 		}
 		s->taken = 0;

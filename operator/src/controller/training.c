@@ -73,7 +73,7 @@ static void unknown(struct training_status *t)
 	t->global_step = t->total_steps = -1;
 	t->eta_seconds = t->last_backup_step = -1;
 	t->percent = -1;
-	t->resumed_from = -1;
+	t->resumed_from = t->resumed_backup = -1;
 }
 
 /* --- Reading a report --- */

@@ -65,10 +65,14 @@ struct training_status {
 	/* Not in the status. The chief's pod uid, as its token's review
 	 * said. The step reported last before this report when it went back
 	 * or came from another chief (a chief that resumed from a backup), as
-	 * reports.c saw it, -1 when neither; new_chief: the latter. */
+	 * reports.c saw it, -1 when neither; new_chief: the latter;
+	 * resumed_backup: the backup step of the report that went back (the
+	 * backup it resumed from; later reports may name newer ones), -1 when
+	 * none or unknown. */
 	char chief[TRAINING_UID_LEN];
 	long long resumed_from;
 	int new_chief;
+	long long resumed_backup;
 };
 
 /* --- Reading --- */
