@@ -161,6 +161,13 @@ check "a ServiceMonitor: one more" \
 check "a ServiceMonitor: selects the metrics Service (not the status one), port metrics, /metrics" \
 	py_check metrics "$state/monitor.yaml" "$ns"
 
+check "a PodMonitor renders" render podmon --set podMonitor.enabled=true
+check "a PodMonitor: one more" \
+	py_check kinds "$state/podmon.yaml" ServiceAccount ClusterRole ClusterRoleBinding Role \
+	RoleBinding Lease Service Deployment PodMonitor "${status_kinds[@]}"
+check "a PodMonitor: selects every job's workers (not the operator) in any namespace, port metrics" \
+	eval 'py_check metrics "$state/podmon.yaml" "$ns" && grep -q "any: true" "$state/podmon.yaml"'
+
 check "metrics off renders" render no-metrics --set metrics.enabled=false
 check "metrics off: no metrics Service" \
 	py_check kinds "$state/no-metrics.yaml" ServiceAccount ClusterRole ClusterRoleBinding Role \
@@ -207,6 +214,7 @@ new_ca() { # two renders, two CAs: the chart makes the CA itself when lookup fin
 check "without a cluster (helm template) each render makes a new, valid CA" new_ca
 
 all=(--set watchNamespace=ml --set replicas=3 --set pdb.enabled=true --set serviceMonitor.enabled=true
+	--set podMonitor.enabled=true
 	--set logFormat=json --set logLevel=debug --set metrics.port=9090 --set health.port=9091
 	--set leaderElection.id=mwj-lead --set leaderElection.leaseDuration=20s
 	--set rbac.ownerReferencesPermissionEnforcement=true --set 'extraArgs={--workers=8}'
@@ -215,7 +223,7 @@ all=(--set watchNamespace=ml --set replicas=3 --set pdb.enabled=true --set servi
 check "everything at once renders" render all "${all[@]}"
 check "everything at once: every kind, RBAC in namespaces only but the TokenReviews'" \
 	py_check kinds "$state/all.yaml" ServiceAccount Role RoleBinding Role RoleBinding Lease Service \
-	Deployment PodDisruptionBudget ServiceMonitor Service ClusterRole ClusterRoleBinding
+	Deployment PodDisruptionBudget ServiceMonitor PodMonitor Service ClusterRole ClusterRoleBinding
 check "everything at once: every value becomes its flag" \
 	py_check deployment "$state/all.yaml" "$ns" --log-format=json --log-level=debug --namespace=ml \
 	--leader-elect=true --leader-election-namespace="$ns" --leader-election-id=mwj-lead \
@@ -226,7 +234,8 @@ check "everything at once: the listed calls, plus multiworkerjobs/finalizers for
 	py_check rbac "$state/all.yaml" "$ns" "$list" ml true true true
 check "everything at once: the status endpoint on port 9443, the user's CA" \
 	py_check status "$state/all.yaml" "$ns" on mwj-ca
-check "everything at once: Service, ServiceMonitor and PDB line up" py_check metrics "$state/all.yaml" "$ns"
+check "everything at once: Service, ServiceMonitor, PodMonitor (namespace ml) and PDB line up" \
+	eval 'py_check metrics "$state/all.yaml" "$ns" && grep -q "matchNames: \[ml\]" "$state/all.yaml"'
 check "everything at once passes helm lint --strict" "$helm" lint --strict "$chart" "${all[@]}"
 check "the status endpoint off passes helm lint --strict" "$helm" lint --strict "$chart" \
 	--set status.enabled=false

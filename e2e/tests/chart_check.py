@@ -372,6 +372,26 @@ def check_metrics(path, ns):
         ep = mon["spec"]["endpoints"]
         need([(e["port"], e["path"]) for e in ep] == [("metrics", "/metrics")],
              "ServiceMonitor endpoints %r", ep)
+    for mon in [d for d in docs if d["kind"] == "PodMonitor"]:
+        # The workers' pods, as the operator labels them (pod_spec.h), on
+        # the port it declares in each (pod_spec.c): a worker of any job.
+        need(mon["apiVersion"] == "monitoring.coreos.com/v1", "PodMonitor apiVersion")
+        need(mon["metadata"].get("namespace") == ns, "PodMonitor not in %s", ns)
+        worker = {"app.kubernetes.io/managed-by": "mwj-operator",
+                  "training.mwj.io/job-name": "mnist", "training.mwj.io/replica-index": "0"}
+        sel = mon["spec"]["selector"]
+        need(selects(sel["matchLabels"], worker) and
+             all(e["operator"] == "Exists" and e["key"] in worker
+                 for e in sel.get("matchExpressions", [])),
+             "the PodMonitor selects no worker pod: %r", sel)
+        need(not selects(sel["matchLabels"], pod_labels), "the PodMonitor selects the operator")
+        watch = mon["spec"]["namespaceSelector"]
+        need(watch == {"any": True} or (list(watch) == ["matchNames"] and
+                                        len(watch["matchNames"]) == 1),
+             "PodMonitor namespaceSelector %r", watch)
+        ep = mon["spec"]["podMetricsEndpoints"]
+        need([(e["port"], e["path"]) for e in ep] == [("metrics", "/metrics")],
+             "PodMonitor endpoints %r", ep)
     for pdb in [d for d in docs if d["kind"] == "PodDisruptionBudget"]:
         need(pdb["apiVersion"] == "policy/v1", "PDB apiVersion")
         need(selects(pdb["spec"]["selector"]["matchLabels"], pod_labels), "the PDB selects no pod")

@@ -45,7 +45,7 @@ check "mwj-operator starts and serves the status endpoint" grep -q "status: chie
 # Two epochs of 1,500 steps, backups every 100: long enough for several
 # reports, and a preemption in the middle.
 job progress 2 1500 "" "        args: [train, --epochs, '2', --steps-per-epoch, '1500', --batch-size, '32',
-               --threads, '1', --save-freq, '100', --log-every, '100', --metrics-addr, ':9100',
+               --threads, '1', --save-freq, '100', --log-every, '100',
                --model-dir, /mwj/checkpoint/models/progress]" | k apply -f - > /dev/null
 mounted() {
 	running progress-worker-0 && running progress-worker-1 || return 1
@@ -90,12 +90,19 @@ described() {
 check "the status holds steps, epochs, learning rate, accuracy, samples/s and when" described
 
 # The chart's Grafana dashboard asks only for what a running job has: the
-# operator's metrics and a worker's (--metrics-addr), scraped now.
+# operator's metrics and a worker's, scraped now where the pod's scrape
+# annotations and its "metrics" port say (the operator set them, and
+# MWJ_METRICS_ADDR).
 dashboard() {
-	local op_port names text name missing=""
+	local op_port names text name missing="" port
 	op_port=$(sed -n 's#.*serving /metrics[^0-9]* port \([0-9]*\).*#\1#p' "$log" | head -1)
+	port=$(jp pod/progress-worker-0 '{.metadata.annotations.prometheus\.io/port}')
+	echo "the chief scraped on port $port"
+	[ "$port" = 9100 ] &&
+		[ "$(jp pod/progress-worker-0 '{.spec.containers[0].ports[?(@.name=="metrics")].containerPort}')" = 9100 ] &&
+		[ "$(jp pod/progress-worker-0 '{.metadata.annotations.prometheus\.io/scrape}')" = true ] || return 1
 	text=$(curl -s "http://127.0.0.1:$op_port/metrics" &&
-		curl -s "http://$(jp pod/progress-worker-0 '{.status.podIP}'):9100/metrics") || return 1
+		curl -s "http://$(jp pod/progress-worker-0 '{.status.podIP}'):$port/metrics") || return 1
 	names=$(grep -o 'mwj_[a-z_]*' "$root/charts/mwj-operator/dashboards/mwj.json" | sort -u)
 	[ -n "$names" ] || return 1
 	for name in $names; do

@@ -114,6 +114,10 @@ static void test_job_parse_records_why_a_spec_cannot_be_honoured(void **state)
 	    {"'workers': 2.5, " TMPL, "'spec.workers' must be an integer"},
 	    {"'workers': 2, 'port': 0, " TMPL, "'spec.port' is out of range [1, 65535]"},
 	    {"'workers': 2, 'port': 65536, " TMPL, "'spec.port' is out of range [1, 65535]"},
+	    {"'workers': 2, 'metricsPort': 70000, " TMPL,
+	     "'spec.metricsPort' is out of range [0, 65535]"},
+	    {"'workers': 2, 'port': 9100, " TMPL,
+	     "'spec.metricsPort' 9100 is the ring's 'spec.port'"},
 	    {"'workers': 2, 'restartPolicy': 'Sometimes', " TMPL,
 	     "'spec.restartPolicy' is 'Sometimes': expected 'ExitCode', 'OnFailure', 'Never' or "
 	     "'Always'"},

@@ -414,8 +414,8 @@ static void test_pod_spec_keeps_a_users_ring_port_or_adds_one(void **state)
 		cJSON *obj, *pod;
 
 		snprintf(spec, sizeof(spec),
-		         "'workers': 1, 'template': {'spec': {'containers': [{%s'name': 'worker', "
-		         "'image': 'w'}]}}",
+		         "'workers': 1, 'metricsPort': 0, 'template': {'spec': {'containers': [{%s"
+		         "'name': 'worker', 'image': 'w'}]}}",
 		         cases[i].ports);
 		obj = make_job(&j, spec);
 		pod = pod_spec_pod(&j, 0, 0, err);
@@ -425,6 +425,48 @@ static void test_pod_spec_keeps_a_users_ring_port_or_adds_one(void **state)
 		job_release(&j);
 		cJSON_Delete(obj);
 	}
+}
+
+static void test_pod_spec_serves_metrics_on_the_metrics_port_and_says_so(void **state)
+{
+	char err[ERR_LEN] = "";
+	struct job j;
+	cJSON *obj, *pod;
+	const cJSON *w;
+
+	(void)state;
+	/* The default: 9100, declared, announced; the template's own scrape
+	 * annotation and a port of its own under the name are kept. */
+	obj = make_job(&j, "'workers': 1, 'template': {'metadata': {'annotations': "
+	                   "{'prometheus.io/scrape': 'false'}}, 'spec': {'containers': [{'name': "
+	                   "'worker', 'image': 'w', 'ports': [{'name': 'metrics', 'containerPort': "
+	                   "8000}]}]}}");
+	pod = pod_spec_pod(&j, 0, 0, err);
+	w = container(pod, "worker");
+	assert_string_equal(env_value(w, "MWJ_METRICS_ADDR"), ":9100");
+	assert_json_equal(cJSON_GetObjectItem(w, "ports"),
+	                  "[{'name': 'metrics', 'containerPort': 8000}, {'name': 'ring', "
+	                  "'containerPort': 2222, 'protocol': 'TCP'}, {'containerPort': 9100, "
+	                  "'protocol': 'TCP'}]");
+	assert_json_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(pod, "metadata"), "annotations"),
+	                  "{'training.mwj.io/restart-attempt': '0', 'prometheus.io/scrape': "
+	                  "'false', 'prometheus.io/port': '9100', 'prometheus.io/path': "
+	                  "'/metrics'}");
+	cJSON_Delete(pod);
+	job_release(&j);
+	cJSON_Delete(obj);
+	/* 0: no metrics, no port, no annotations. */
+	obj = make_job(&j, "'workers': 1, 'metricsPort': 0, 'template': {'spec': {'containers': "
+	                   "[{'name': 'worker', 'image': 'w'}]}}");
+	pod = pod_spec_pod(&j, 0, 0, err);
+	w = container(pod, "worker");
+	assert_null(env_value(w, "MWJ_METRICS_ADDR"));
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(w, "ports")), 1);
+	assert_json_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(pod, "metadata"), "annotations"),
+	                  "{'training.mwj.io/restart-attempt': '0'}");
+	cJSON_Delete(pod);
+	job_release(&j);
+	cJSON_Delete(obj);
 }
 
 static void test_pod_spec_mounts_its_volumes_in_place_of_the_users_of_the_same_name(void **state)
@@ -1076,6 +1118,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_pod_spec_builds_the_all_fields_example_worker_pod_exactly),
 	    cmocka_unit_test(test_pod_spec_gives_the_chief_alone_what_it_reports_with),
+	    cmocka_unit_test(test_pod_spec_serves_metrics_on_the_metrics_port_and_says_so),
 	    cmocka_unit_test(test_pod_spec_tf_config_names_every_worker_through_the_service),
 	    cmocka_unit_test(test_pod_spec_forces_restart_policy_never_and_says_when_it_differed),
 	    cmocka_unit_test(test_pod_spec_uses_the_first_container_when_none_is_named_worker),

@@ -14,6 +14,7 @@
 
 /* The CRD's defaults (crds/training.mwj.io_multiworkerjobs.yaml). */
 #define DEFAULT_PORT          2222
+#define DEFAULT_METRICS_PORT  9100
 #define DEFAULT_BACKOFF_LIMIT 6
 #define DEFAULT_MOUNT_PATH    "/mwj/checkpoint"
 #define BACKOFF_LIMIT_MAX     1000000
@@ -200,6 +201,7 @@ static void checkpoint_parse(struct job *j, const cJSON *spec)
 static void spec_parse(struct job *j, const cJSON *spec)
 {
 	long long workers = 1, port = DEFAULT_PORT, backoff = DEFAULT_BACKOFF_LIMIT;
+	long long metrics_port = DEFAULT_METRICS_PORT;
 	int policy = RESTART_EXIT_CODE, scope = SCOPE_POD, clean = CLEAN_RUNNING;
 	const cJSON *suspend_item = cJSON_GetObjectItemCaseSensitive(spec, "suspend");
 	int suspend = 0;
@@ -212,6 +214,13 @@ static void spec_parse(struct job *j, const cJSON *spec)
 		set_invalid(j, "'spec.workers' is missing");
 	spec_int(j, spec, "workers", 1, JOB_WORKERS_MAX, &workers);
 	spec_int(j, spec, "port", 1, 65535, &port);
+	spec_int(j, spec, "metricsPort", 0, 65535, &metrics_port);
+	if (metrics_port == port)
+		set_invalid(
+		    j,
+		    "'spec.metricsPort' %lld is the ring's 'spec.port': give one of them another "
+		    "port (metricsPort 0 serves no metrics)",
+		    metrics_port);
 	spec_enum(j, spec, "restartPolicy", restart_policies, ARRAY_LEN(restart_policies), &policy);
 	spec_enum(j, spec, "restartScope", restart_scopes, ARRAY_LEN(restart_scopes), &scope);
 	spec_int(j, spec, "backoffLimit", 0, BACKOFF_LIMIT_MAX, &backoff);
@@ -225,6 +234,7 @@ static void spec_parse(struct job *j, const cJSON *spec)
 		set_invalid(j, "'spec.suspend' must be a boolean");
 	j->workers = (int)workers;
 	j->port = (int)port;
+	j->metrics_port = (int)metrics_port;
 	j->restart_policy = (enum restart_policy)policy;
 	j->restart_scope = (enum restart_scope)scope;
 	j->clean_pod_policy = (enum clean_pod_policy)clean;
@@ -270,6 +280,7 @@ int job_parse(struct job *j, const cJSON *obj, char *err)
 	memset(j, 0, sizeof(*j));
 	j->workers = 1;
 	j->port = DEFAULT_PORT;
+	j->metrics_port = DEFAULT_METRICS_PORT;
 	j->backoff_limit = DEFAULT_BACKOFF_LIMIT;
 	j->active_deadline_s = -1;
 	j->ttl_after_finished_s = -1;

@@ -120,6 +120,7 @@ struct job {
 	 * someone edited a running job's count on a server that does not
 	 * enforce the CRD's rule that it is immutable. */
 	int workers, workers_spec, port;
+	int metrics_port; /* where every worker serves /metrics; 0: nowhere */
 	enum restart_policy restart_policy;
 	enum restart_scope restart_scope;
 	enum clean_pod_policy clean_pod_policy;

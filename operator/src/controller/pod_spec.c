@@ -306,6 +306,18 @@ static cJSON *pod_metadata(const struct job *j, const char *name, int index, lon
 	snprintf(num, sizeof(num), "%ld", attempt);
 	json_out_str(annotations, ANNOTATION_ATTEMPT, num);
 	merge_missing(annotations, cJSON_GetObjectItemCaseSensitive(tmeta, "annotations"));
+	if (j->metrics_port > 0) {
+		/* The scrape annotations most Prometheus setups follow; a
+		 * template's own win. */
+		cJSON *scrape = json_out_new();
+
+		snprintf(num, sizeof(num), "%d", j->metrics_port);
+		json_out_str(scrape, "prometheus.io/scrape", "true");
+		json_out_str(scrape, "prometheus.io/port", num);
+		json_out_str(scrape, "prometheus.io/path", "/metrics");
+		merge_missing(annotations, scrape);
+		cJSON_Delete(scrape);
+	}
 	return meta;
 }
 
@@ -495,6 +507,10 @@ static int worker_env(cJSON *container, const struct job *j, int index, long att
 		add_env(env, "MWJ_BACKUP_DIR", dir);
 	}
 	add_env(env, "MWJ_JOB_SECRET_FILE", SECRET_MOUNT_DIR "/key");
+	if (j->metrics_port > 0) {
+		snprintf(num, sizeof(num), ":%d", j->metrics_port);
+		add_env(env, "MWJ_METRICS_ADDR", num);
+	}
 	if (reports(j, index)) {
 		char url[JOB_PATH_LEN + 3 * JOB_NAME_LEN];
 
@@ -634,9 +650,10 @@ static void worker_fs_group(cJSON *spec, const cJSON *container)
 		json_out_str(sc, "fsGroupChangePolicy", "OnRootMismatch");
 }
 
-/* The ring port: a user's declaration of it (same number, TCP) is kept;
- * else it is added, named "ring" unless the user gave that name away. */
-static void worker_port(cJSON *container, int port)
+/* A port the worker listens on (the ring's, the metrics'): a user's
+ * declaration of it (same number, TCP) is kept; else it is added, named
+ * name unless the user gave that name away. */
+static void worker_port(cJSON *container, int port, const char *port_name)
 {
 	cJSON *ports = array_member(container, "ports");
 	const cJSON *it;
@@ -653,11 +670,11 @@ static void worker_port(cJSON *container, int port)
 		    (protocol == NULL ||
 		     (cJSON_IsString(protocol) && strcmp(protocol->valuestring, "TCP") == 0)))
 			return;
-		named |= cJSON_IsString(name) && strcmp(name->valuestring, "ring") == 0;
+		named |= cJSON_IsString(name) && strcmp(name->valuestring, port_name) == 0;
 	}
 	p = json_out_item(ports, NULL, json_out_new());
 	if (!named)
-		json_out_str(p, "name", "ring");
+		json_out_str(p, "name", port_name);
 	json_out_num(p, "containerPort", port);
 	json_out_str(p, "protocol", "TCP");
 }
@@ -710,6 +727,8 @@ cJSON *pod_spec_pod(const struct job *j, int index, long attempt, char *err)
 	}
 	worker_volumes(spec, container, j, index);
 	worker_fs_group(spec, container);
-	worker_port(container, j->port);
+	worker_port(container, j->port, "ring");
+	if (j->metrics_port > 0)
+		worker_port(container, j->metrics_port, "metrics");
 	return pod;
 }

@@ -28,11 +28,13 @@ static int train(struct cli *c, char *err)
 
 	worker_metrics_init(&metrics);
 	c->train.worker_metrics = &metrics;
+	/* Metrics that cannot be served (their port taken by another
+	 * process in the pod) cost one warning, never the training. */
 	if (c->metrics_addr[0] &&
 	    metrics_endpoint_start(&endpoint, &metrics, c->metrics_addr, err) < 0) {
-		err_prefix(err, "--metrics-addr");
-		worker_metrics_release(&metrics);
-		return -1;
+		log_warn("metrics: cannot serve /metrics on '%s' (%s); training goes on without them",
+		         c->metrics_addr, err);
+		err[0] = '\0';
 	}
 	if (c->cluster.rank == 0)
 		report = status_report_start(&metrics);
