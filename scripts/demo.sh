@@ -152,21 +152,16 @@ wait_for() {
 	done
 }
 chief_log() { k logs "$job-worker-0" 2> /dev/null; }
-# The chief's progress as "GLOBAL_STEP TOTAL LINE": the latest Keras-style
-# progress line, and where it stands counted over all epochs.
-progress() {
-	chief_log | awk '
-		/^Epoch [0-9]+\/[0-9]+/ { split($2, e, "/"); epoch = e[1]; epochs = e[2] }
-		/^ *[0-9]+\/[0-9]+ \[/ { split($1, s, "/"); step = s[1]; per = s[2]; at = epoch; line = $0 }
-		END { if (line != "") printf "%d %d Epoch %d/%d %s\n", (at - 1) * per + step, epochs * per, at, epochs, line }'
-}
-# One line: where training stands, and the job's row of `kubectl get mwj`.
+# The columns of `kubectl get mwj` that say where training stands (the
+# chief reports it to the operator, which writes it into the status), in
+# widths that stay put from one line to the next; "-" where there is none.
+columns='%-7s %-10s %-6s %-9s %-9s %-6s %-10s %s\n'
 report() {
-	local p row
-	p=$(progress | cut -d' ' -f3- | sed 's/ \[[=>.]*\]//')
-	row=$(k get mwj "$job" --no-headers 2> /dev/null | tr -s ' ')
-	printf '[%3ds] worker 0: %s\n       kubectl get mwj: %s\n' "$((SECONDS - started))" \
-		"${p:-(no progress line yet)}" "$row"
+	local f
+	IFS=$'\t' read -r -a f < <(jp "mwj/$job" '{.status.phase}{"\t"}{.status.workers.ready}{"\t"}{.status.restarts.total}{"\t"}{.status.training.progress}{"\t"}{.status.training.epoch}{"\t"}{.status.training.loss}{"\t"}{.status.training.eta}{"\n"}')
+	# shellcheck disable=SC2059 # the format is $columns
+	printf "$columns" "[$(printf '%3d' $((SECONDS - started)))s]" "${f[0]:--}" "${f[1]:--}" \
+		"${f[2]:--}" "${f[3]:--}" "${f[4]:--}" "${f[5]:--}" "${f[6]:--}"
 }
 # follow UNTIL_CMD...: reports every 5 s until UNTIL_CMD succeeds (it is
 # asked every second) or the job has finished.
@@ -182,11 +177,7 @@ follow() {
 		sleep 1
 	done
 }
-past_half() {
-	local p
-	p=$(progress)
-	[ -n "$p" ] && [ "$(cut -d' ' -f1 <<< "$p")" -ge $(($(cut -d' ' -f2 <<< "$p") / 2)) ]
-}
+past_half() { [ "$(jp "mwj/$job" '{.status.training.percent}')" -ge 50 ] 2> /dev/null; }
 finished() { case "$(phase)" in Succeeded | Failed) return 0 ;; esac; return 1; }
 pods() {
 	echo "$ kubectl get pods -l training.mwj.io/job-name=$job -o custom-columns=..."
@@ -262,7 +253,9 @@ wait_for 120 "both workers to run" both_running
 show k get mwj
 pods
 echo
-say "Training (the chief's latest progress line, and the job's row of kubectl get mwj, every 5 s):"
+say "Training: the chief reports its progress to the operator, which writes it into the job's status. Its columns in kubectl get mwj, every 5 s:"
+# shellcheck disable=SC2059 # the format is $columns
+printf "$columns" "" PHASE READY RESTARTS PROGRESS EPOCH LOSS ETA
 follow past_half
 report
 
@@ -294,7 +287,9 @@ echo
 echo "The survivor's log (worker 0) around the loss:"
 chief_log | grep -E 'preemption notice|written by the chief|waiting up to|resynchronized in|first step after resynchronizing' |
 	sed 's/^/    /'
-say "(The replacement, like every worker but the chief, logs warnings only: its log is quiet.)"
+echo "The replacement's log (worker 1):"
+k logs "$job-worker-1" 2> /dev/null | grep -E 'rendezvous: (rank|ring)|restored|resynchronized|training as rank' |
+	sed 's/^/    /' 
 echo
 echo "Restart counts (status.restarts; preemptions never count against backoffLimit):"
 show k get mwj "$job"
@@ -309,6 +304,10 @@ wait_for 60 "the job to finish" finished
 show k get mwj "$job"
 echo "Its status (kubectl get mwj $job -o yaml shows all of it):"
 fmt='{"    phase: "}{.status.phase}{", from "}{.status.startTime}{" to "}{.status.completionTime}'
+fmt+='{"\n    training: epoch "}{.status.training.epoch}{"/"}{.status.training.epochs}{", step "}'
+fmt+='{.status.training.globalStep}{"/"}{.status.training.totalSteps}{" ("}{.status.training.progress}{"), loss "}'
+fmt+='{.status.training.loss}{", "}{.status.training.samplesPerSecond}{" samples/s, last backup at step "}'
+fmt+='{.status.training.lastBackupStep}'
 fmt+='{"\n    restarts: "}{.status.restarts}{"\n    workers: "}{.status.workers}{"\n    conditions:\n"}'
 fmt+='{range .status.conditions[*]}{"      "}{.type}{"="}{.status}{" ("}{.reason}{": "}{.message}{")\n"}{end}'
 k get mwj "$job" -o jsonpath="$fmt"

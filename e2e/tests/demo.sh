@@ -13,6 +13,9 @@ trap 'rm -rf "$out"' EXIT
 . "$root/e2e/checks.sh"
 demo() { MWJ_DEMO_CLUSTER=local MWJ_DEMO_STEPS=${MWJ_DEMO_STEPS:-200} "$root/scripts/demo.sh"; }
 has() { grep -Eq -- "$2" "$1" || { echo "no line matching '$2' in its output"; return 1; }; }
+# A row of kubectl get mwj while it trains, as the demo prints it every 5 s.
+progressing='^\[ *[0-9]+s\] +Running +2 +[0-9]+ +[0-9]+% +[12] +[0-9.e-]+ +[0-9smh]+$'
+
 # left LOG: the processes the demo of LOG started that still run, by its
 # state folder on their command line (API server, nginx) or its API
 # server's port in their environment (every pod: workers, the operator).
@@ -52,6 +55,12 @@ accurate() { # the evaluation line, and an accuracy the model reaches in a few h
 		awk '/^157\/157 / { a = $NF } END { exit !(a >= 0.7) }' "$out/full.log"
 }
 check "it shows the saved model's test accuracy (at least 0.7)" accurate
+check "it follows training in kubectl get mwj: PROGRESS, EPOCH, LOSS and ETA" \
+	has "$out/full.log" "$progressing"
+check "it shows the training status: epoch 2 of 2, every step, 100%" \
+	has "$out/full.log" '^    training: epoch 2/2, step ([0-9]+)/\1 \(100%\), loss [0-9.]+, '
+check "it shows the replacement's own log: its rendezvous and the ring formed" \
+	has "$out/full.log" '^    .* info  rendezvous: ring of 2 formed in ' 
 check "it cleans up: no process of its cluster left, no state folder" left "$out/full.log"
 
 # --- Interrupted mid-training, as Ctrl-C interrupts it ---
@@ -61,11 +70,11 @@ MWJ_DEMO_CLUSTER=local MWJ_DEMO_STEPS=${MWJ_DEMO_STEPS:-200} timeout -s INT 600 
 	> "$out/int.log" 2>&1 &
 tpid=$!
 for _ in $(seq 300); do
-	grep -q '^\[ *[0-9]*s\] worker 0: Epoch' "$out/int.log" && break
+	grep -Eq "$progressing" "$out/int.log" && break
 	kill -0 "$tpid" 2> /dev/null || break
 	sleep 1
 done
-training() { has "$out/int.log" '^\[ *[0-9]*s\] worker 0: Epoch'; }
+training() { has "$out/int.log" "$progressing"; }
 check "interrupted: it was training" training
 kill -INT "$tpid" 2> /dev/null
 wait "$tpid"
