@@ -46,3 +46,22 @@ def wait_for(what, fn, *, timeout, every=0.1):
             return v
         time.sleep(every)
     raise TimeoutError(f"timed out waiting for {what} after {timeout:g} s")
+
+
+def sleep_jobs_yaml(prefix, jobs, workers):
+    """jobs MultiWorkerJobs named PREFIX0, PREFIX1...: each of workers pods
+    whose container sleeps, so that hundreds fit on one machine."""
+    docs = []
+    for i in range(jobs):
+        docs.append(f"""apiVersion: training.mwj.io/v1
+kind: MultiWorkerJob
+metadata: {{name: {prefix}{i}}}
+spec:
+  workers: {workers}
+  template:
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - {{name: worker, image: 'busybox:1.36', command: [sh, -c, 'sleep 3600']}}
+""")
+    return "---\n".join(docs)

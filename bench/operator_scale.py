@@ -36,7 +36,7 @@ from datetime import datetime
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from benchlib import BIN_DIR, HERE, wait_for
+from benchlib import BIN_DIR, HERE, wait_for, sleep_jobs_yaml
 
 ROOT = os.path.dirname(HERE)
 JOBS, WORKERS, PREEMPTIONS = 100, 4, 50
@@ -182,23 +182,6 @@ def cluster_cpu(state):
     return total
 
 
-def jobs_yaml():
-    docs = []
-    for i in range(JOBS):
-        docs.append(f"""apiVersion: training.mwj.io/v1
-kind: MultiWorkerJob
-metadata: {{name: s{i}}}
-spec:
-  workers: {WORKERS}
-  template:
-    spec:
-      terminationGracePeriodSeconds: 1
-      containers:
-      - {{name: worker, image: 'busybox:1.36', command: [sh, -c, 'sleep 3600']}}
-""")
-    return "---\n".join(docs)
-
-
 def log_times(path, pattern):
     """Time stamps (s) of the log lines matching pattern, by its group 1."""
     out = {}
@@ -227,7 +210,7 @@ def main():
 
         c0, k0, r0 = cpu_seconds(op.proc.pid), cluster_cpu(state), op.api_requests()
         t0 = time.monotonic()
-        kubectl("create", "-f", "-", stdin=jobs_yaml())
+        kubectl("create", "-f", "-", stdin=sleep_jobs_yaml("s", JOBS, WORKERS))
         t_apply = time.monotonic() - t0
         wait_for("400 pods", lambda: op.value("mwj_operator_pods_created_total") >=
                  JOBS * WORKERS, timeout=600, every=0.2)

@@ -34,6 +34,10 @@
 #      (a quota of 0 Secrets, Pod Security restricted) costs the API
 #      server: the operator's writes per job in the first and second
 #      minute, and the seconds to every pod at attempt 0 once lifted.
+#  11b. operator_reports.py: 100 chiefs reporting their training every 2 s
+#      to the operator's status endpoint: its CPU, the status writes a
+#      second against the 5 s bound, how fresh the status is; and
+#      mwj-worker trained with and without reporting, interleaved.
 #  12. accuracy_torch.py: end-to-end accuracy against PyTorch (needs
 #      python3-torch): cnn, cnn-deep and the regression trained by both from
 #      the same Keras JSON, several seeds each, test accuracy or mse, and
@@ -80,6 +84,7 @@ MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/operator_scale.py"
 MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/operator_endpoints.py"
 /usr/bin/python3 "$here/node_scale.py"
 MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/operator_refusals.py"
+MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/operator_reports.py"
 if [ "$have_torch" = 1 ]; then
 	MWJ_BIN_DIR=$bin /usr/bin/python3 "$here/accuracy_torch.py"
 else
