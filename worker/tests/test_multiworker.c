@@ -22,12 +22,10 @@
 #include <dirent.h>
 #include <limits.h>
 #include <math.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -596,29 +594,6 @@ static void test_every_worker_logs_its_start_the_ring_and_each_resync(void **sta
 	free(out);
 }
 
-/* A metrics port another process holds costs a warning, not the run. */
-static void test_a_taken_metrics_port_is_a_warning_and_training_goes_on(void **state)
-{
-	struct fixture *fx = *state;
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(a);
-	char addr[32];
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(fd, 1), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	snprintf(addr, sizeof(addr), "127.0.0.1:%d", ntohs(a.sin_port));
-	start(fx, 0, NULL, ARGS("--steps-per-epoch", "3", "--metrics-addr", addr));
-	finish_all(fx, 1, QUICK_SECONDS);
-	close(fd);
-	assert_exit(fx, 0, 0);
-	testutil_assert_contains(fx->w[0].err, "warn  metrics: cannot serve /metrics on '");
-	testutil_assert_contains(fx->w[0].err, "training goes on without them");
-	testutil_assert_contains(fx->w[0].out, "3/3 [");
-}
-
 /* Starts worker 1 of 2 as a flaky peer (flaky_peer.h) in mode of a worker
  * run with FLAKY_ARGS, picking the ports, and worker 0 with those flags
  * and then args (NULL-ended), in env. */
@@ -969,7 +944,6 @@ int main(void)
 	    TEST(test_a_killed_worker_never_replaced_makes_the_others_exit_75_naming_it),
 	    TEST(test_a_hung_worker_makes_the_others_give_up_after_the_collective_timeout),
 	    TEST(test_every_worker_logs_its_start_the_ring_and_each_resync),
-	    TEST(test_a_taken_metrics_port_is_a_warning_and_training_goes_on),
 	    TEST(test_a_peer_dropping_out_of_every_state_sync_makes_the_survivor_exit_75),
 	    TEST(test_sigterm_between_meetings_with_a_flaky_peer_exits_143_at_once),
 	    TEST(test_a_peer_dropping_in_every_first_step_makes_the_survivor_exit_75),
