@@ -407,8 +407,7 @@ static int pass(struct controller *c, const char *key, const cJSON *obj, char *e
 		/* The job ended: the chief's last report goes with the end. */
 		report_due = 1;
 		out.status.training = report;
-		out.status.training.resumed_from = out.status.training.resumed_backup = -1;
-		out.status.training.new_chief = 0;
+		training_forget_resume(&out.status.training);
 	}
 
 	struct actions_ctx actx = {

@@ -814,8 +814,7 @@ static void take_report(struct pass *p, const struct training_status *r)
 			      r->global_step, from);
 	}
 	p->st->training = *r;
-	p->st->training.resumed_from = p->st->training.resumed_backup = -1;
-	p->st->training.new_chief = 0;
+	training_forget_resume(&p->st->training);
 }
 
 void reconcile(const struct reconcile_input *in, struct reconcile_output *out)

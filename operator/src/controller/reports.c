@@ -176,10 +176,8 @@ void reports_written(struct reports *r, const char *key, const char *uid, long l
 		s->waiting = s->seq != s->taken;
 		/* What was written said where training went back from; a newer
 		 * report says it again only if it went back again. */
-		if (s->went_back <= s->taken) {
-			s->newest.resumed_from = s->newest.resumed_backup = -1;
-			s->newest.new_chief = 0;
-		}
+		if (s->went_back <= s->taken)
+			training_forget_resume(&s->newest);
 		s->taken = 0;
 		s->written_ms = now_ms;
 	}

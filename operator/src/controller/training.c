@@ -73,7 +73,7 @@ static void unknown(struct training_status *t)
 	t->global_step = t->total_steps = -1;
 	t->eta_seconds = t->last_backup_step = -1;
 	t->percent = -1;
-	t->resumed_from = t->resumed_backup = -1;
+	training_forget_resume(t);
 }
 
 /* --- Reading a report --- */
@@ -362,4 +362,10 @@ cJSON *training_status_to_json(const struct training_status *t)
 	if (t->reported[0] != '\0')
 		json_out_str(o, "reportTime", t->reported);
 	return o;
+}
+
+void training_forget_resume(struct training_status *t)
+{
+	t->resumed_from = t->resumed_backup = -1;
+	t->new_chief = 0;
 }

@@ -100,4 +100,8 @@ cJSON *training_status_to_json(const struct training_status *t);
  * "" for a negative one. */
 void training_format_eta(long long seconds, char *out);
 
+/* Forgets where t went back from (resumed_from, resumed_backup,
+ * new_chief): said once, in the status write that took it. */
+void training_forget_resume(struct training_status *t);
+
 #endif
