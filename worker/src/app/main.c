@@ -32,8 +32,9 @@ static int train(struct cli *c, char *err)
 	 * process in the pod) cost one warning, never the training. */
 	if (c->metrics_addr[0] &&
 	    metrics_endpoint_start(&endpoint, &metrics, c->metrics_addr, err) < 0) {
-		log_warn("metrics: cannot serve /metrics on '%s' (%s); training goes on without them",
-		         c->metrics_addr, err);
+		log_warn(
+		    "metrics: cannot serve /metrics on '%s' (%s); training goes on without them",
+		    c->metrics_addr, err);
 		err[0] = '\0';
 	}
 	if (c->cluster.rank == 0)
