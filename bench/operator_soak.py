@@ -898,7 +898,8 @@ def leak_run(binary):
     # Where LeakSanitizer speaks: at the operator's exit, which must be 0.
     # A scenario of the e2e that fails for another reason (its timings
     # under ASan, say) is shown, and is for `make test` to judge.
-    exited = "ok   the operator stops on SIGTERM with exit status 0" in lines
+    exited = any(re.fullmatch(r"ok   the operator stops on SIGTERM with exit status 0( \(\d+ s\))?", ln)
+                 for ln in lines)
     ok = kept is not None and exited and reports == 0
     if ok:
         shutil.rmtree(kept.group(1), ignore_errors=True)

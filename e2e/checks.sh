@@ -1,21 +1,22 @@
 # The checks every end-to-end script counts, whatever cluster it runs on:
 #   . e2e/checks.sh; check NAME CMD...; ...; finish
 # check runs CMD and counts it passed or failed (a failure shows CMD's
-# output, and calls on_check_failed, where the script defines it);
+# output, and calls on_check_failed, where the script defines it); each
+# line ends with the check's wall time, so a slow one shows in CI's log;
 # until_true waits for a condition; finish prints "N passed, N failed"
 # and fails when any check did.
 passed=0
 failed=0
 
 check() { # check NAME COMMAND...: the command must succeed
-	local name=$1 said
+	local name=$1 said t0=$SECONDS
 	shift
 	if said=$("$@" 2>&1); then
 		passed=$((passed + 1))
-		echo "ok   $name"
+		echo "ok   $name ($((SECONDS - t0)) s)"
 	else
 		failed=$((failed + 1))
-		echo "FAIL $name"
+		echo "FAIL $name ($((SECONDS - t0)) s)"
 		printf '%s\n' "$said" | sed 's/^/     /'
 		! declare -F on_check_failed > /dev/null || on_check_failed
 	fi
