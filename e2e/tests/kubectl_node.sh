@@ -33,7 +33,14 @@ $(printf '%s\n' "$3" | sed 's/^/      /')
 YAML
 }
 jp() { k get "$1" -o jsonpath="$2"; }
-phase_is() { k wait --for=jsonpath='{.status.phase}'="$2" "pod/$1" --timeout=60s > /dev/null; }
+# What a pod shows now, polled. kubectl wait would do, but through the
+# cluster's HTTP/2 front a watch's response headers wait for its first
+# event (nginx 1.22 holds them; kube-apiserver flushes them at once), so a
+# kubectl wait for a state the pod is in already returns only at client-go's
+# 30 s HTTP/2 ping.
+field_is() { [ "$(jp "pod/$1" "$2")" = "$3" ]; } # field_is POD JSONPATH VALUE
+no_pod() { k get pod "$1" 2>&1 | grep -q '(NotFound)'; } # the API server says it is gone
+phase_is() { until_true 60 "pod $1 $2" field_is "$1" '{.status.phase}' "$2"; }
 
 exits0() {
 	pod ok Never 'echo "hello from $(hostname)"' | k apply -f - > /dev/null &&
@@ -47,7 +54,7 @@ check "kubectl logs reads its output; its host name is the pod's" \
 followed() {
 	local out
 	pod talker Never 'for i in 1 2 3; do echo "line $i"; sleep 0.5; done' | k apply -f - > /dev/null &&
-		k wait --for=jsonpath='{.status.phase}'=Running pod/talker --timeout=30s > /dev/null || return 1
+		until_true 30 "talker Running" field_is talker '{.status.phase}' Running || return 1
 	out=$(timeout 20 "$kubectl" logs -f talker) || return 1
 	[ "$out" = "$(printf 'line 1\nline 2\nline 3')" ] && [ "$(k logs talker --tail=1)" = "line 3" ]
 }
@@ -90,8 +97,7 @@ check "restartPolicy OnFailure restarts a failed container in place, and its emp
 
 unknown_image() {
 	k run nowhere --image=registry.example/nowhere:1 --restart=Never > /dev/null &&
-		k wait --for=jsonpath='{.status.containerStatuses[0].state.waiting.reason}'=ErrImagePull \
-			pod/nowhere --timeout=20s > /dev/null &&
+		until_true 20 "ErrImagePull" field_is nowhere '{.status.containerStatuses[0].state.waiting.reason}' ErrImagePull &&
 		[ "$(jp pod/nowhere '{.status.phase}')" = Pending ] &&
 		k delete pod nowhere --wait=true --timeout=20s > /dev/null
 }
@@ -145,7 +151,7 @@ trained() {
 }
 check "two mwj-worker pods find each other by DNS, train on one port, and leave the model on the PVC" trained
 
-running() { k wait --for=condition=Ready "pod/$1" --timeout=60s > /dev/null; }
+running() { until_true 60 "pod $1 Ready" field_is "$1" '{.status.conditions[?(@.type=="Ready")].status}' True; }
 gone() { # gone PID: the process has ended
 	local _
 	for _ in $(seq 100); do
@@ -215,9 +221,10 @@ graceful() {
 }
 check "a deleted pod that ignores SIGTERM is marked, then killed after its grace period" graceful
 
+established() { [ "$(jp crd/multiworkerjobs.training.mwj.io '{.status.conditions[?(@.type=="Established")].status}')" = True ]; }
 cascade() {
 	k apply -f "$root/crds/" > /dev/null && k apply -f "$root/examples/minimal.yaml" > /dev/null &&
-		k wait --for=condition=Established crd/multiworkerjobs.training.mwj.io > /dev/null || return 1
+		until_true 30 "the CRD Established" established || return 1
 	local uid pid
 	uid=$(jp mwj/mnist '{.metadata.uid}')
 	pod owned Never 'exec sleep 300' | sed "s#^metadata: {name: owned, labels: {test: node}}#metadata: {name: owned, ownerReferences: [{apiVersion: training.mwj.io/v1, kind: MultiWorkerJob, name: mnist, uid: $uid, controller: true}]}#" |
@@ -228,9 +235,6 @@ cascade() {
 }
 check "deleting a job deletes the pods it owns, and their processes" cascade
 
-# What a pod shows now, polled: kubectl wait --for=jsonpath sees a state
-# the pod is in already only at its next change or at its time-out.
-field_is() { [ "$(jp "pod/$1" "$2")" = "$3" ]; } # field_is POD JSONPATH VALUE
 
 # A native sidecar (Kubernetes 1.28+) beside a worker, as a log shipper
 # or a mesh proxy is deployed: it starts first, runs beside the worker,
@@ -288,7 +292,7 @@ YAML
 	until_true 30 "the worker Completed" field_is beside '{.status.containerStatuses[0].state.terminated.reason}' Completed &&
 		[ "$(jp pod/beside '{.status.phase} {.status.containerStatuses[0].state.terminated.exitCode} {.status.containerStatuses[1].state.running.startedAt}' | cut -d' ' -f1,2)" = "Running 0" ] &&
 		[ -n "$(jp pod/beside '{.status.containerStatuses[1].state.running.startedAt}')" ] &&
-		k delete pod beside --wait=true --timeout=30s > /dev/null
+		k delete pod beside --wait=false > /dev/null && until_true 30 "pod beside deleted" no_pod beside
 }
 check "a container that exits 0 beside a running one leaves the pod Running, it Completed" beside
 
