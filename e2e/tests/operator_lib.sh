@@ -35,9 +35,10 @@ at_exit() { [ -z "$op_pid" ] || kill -KILL "$op_pid" 2> /dev/null; }
 jp() { k get "$1" -o jsonpath="$2"; }
 uid_of() { jp "pod/$1" '{.metadata.uid}' 2> /dev/null; }
 pid_of() { jp "pod/$1" '{.status.containerStatuses[0].containerID}' | sed 's#^local://##'; }
-# Polls rather than kubectl wait: the local cluster's watch can hold back a
-# pod's Ready transition that kubectl wait's list just missed (see the note
-# in the README's local cluster section), and a poll does not depend on it.
+# Polls rather than kubectl wait: through the local cluster's HTTP/2 front a
+# watch's headers wait for its first event, so a wait for a state reached
+# already ends only at the next change or after 30 s (see the note in the
+# README's local cluster section); a poll does not depend on it.
 in_phase() { [ "$(jp "mwj/$1" '{.status.phase}' 2> /dev/null)" = "$2" ]; }
 phase_is() { until_true "${3:-300}" "mwj/$1 to be $2" in_phase "$1" "$2"; } # JOB PHASE [SECONDS]
 attempt_is() { [ "$(jp "pod/$1" '{.metadata.annotations.training\.mwj\.io/restart-attempt}' 2> /dev/null)" = "$2" ]; }
