@@ -28,6 +28,12 @@ def sh(name, script, **extra):
                 **extra)
 
 
+def wait_for(line, log):
+    """sh that waits up to 5 s for line in log, and fails without it."""
+    return ('i=0; until grep -q "%s" %s; do i=$((i + 1)); [ $i -lt 100 ] || exit 1; '
+            'sleep 0.05; done' % (line, log))
+
+
 def sidecar(name, log, on_term="exit 0", **extra):
     """A native sidecar that notes its start and stop in log."""
     return sh(name, 'trap \'echo "%s stop" >> %s; %s\' TERM; echo "%s start" >> %s; '
@@ -126,13 +132,16 @@ class NodePodsTest(unittest.TestCase):
             "volumes": [{"name": "log", "emptyDir": {}}],
             "initContainers": [
                 sidecar("proxy", log, volumeMounts=mount),
-                # A regular init container after a sidecar runs once it has started.
-                sh("setup", 'grep -q "proxy start" %s && echo setup >> %s' % (log, log),
+                # A regular init container after a sidecar runs once it has
+                # started. Started is the sidecar's process running (the
+                # statuses below show it), not its first line written yet,
+                # as with a kubelet: so the next one waits for that line.
+                sh("setup", '%s && echo setup >> %s' % (wait_for("proxy start", log), log),
                    volumeMounts=mount),
                 # The last sidecar takes a while to stop: the pod stays Running meanwhile.
                 sidecar("shipper", log, on_term="sleep 1; exit 0", volumeMounts=mount)],
-            "containers": [sh("worker", 'echo worker >> %s; sleep 0.5' % log,
-                              volumeMounts=mount)]})
+            "containers": [sh("worker", '%s && echo worker >> %s; sleep 0.5' % (
+                wait_for("shipper start", log), log), volumeMounts=mount)]})
         self.assertEqual(pod["status"]["phase"], "Succeeded")
         with open(os.path.join(self.node_dir(pod), "volumes", "log", "order")) as f:
             self.assertEqual(f.read().split("\n"), [
