@@ -9,15 +9,17 @@ passed=0
 failed=0
 
 check() { # check NAME COMMAND...: the command must succeed
-	local name=$1 said t0=$SECONDS
+	# Its locals have names no check uses: bash's scoping would show them
+	# to the command in place of the script's own variables.
+	local _check_name=$1 _check_said _check_t0=$SECONDS
 	shift
-	if said=$("$@" 2>&1); then
+	if _check_said=$("$@" 2>&1); then
 		passed=$((passed + 1))
-		echo "ok   $name ($((SECONDS - t0)) s)"
+		echo "ok   $_check_name ($((SECONDS - _check_t0)) s)"
 	else
 		failed=$((failed + 1))
-		echo "FAIL $name ($((SECONDS - t0)) s)"
-		printf '%s\n' "$said" | sed 's/^/     /'
+		echo "FAIL $_check_name ($((SECONDS - _check_t0)) s)"
+		printf '%s\n' "$_check_said" | sed 's/^/     /'
 		! declare -F on_check_failed > /dev/null || on_check_failed
 	fi
 }
